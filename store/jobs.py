@@ -1,0 +1,151 @@
+"""Ingestion jobs: rows with a state machine, so the work survives the process that asked for it.
+
+queued → parsing → embedding → indexing → published | failed (retried with backoff) | dead
+A job left in a working state by a crash is picked up again: every step is idempotent by
+stable ids, so re-running converges.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timedelta
+
+import aiosqlite
+
+from store.db import iso, transaction, utcnow
+from store.records import JobRecord
+
+WORKING_STATES = ("parsing", "embedding", "indexing")
+FINAL_STATES = ("published", "unchanged", "dead", "withdrawn")
+STATES = ("queued", *WORKING_STATES, "failed", *FINAL_STATES)
+
+
+class Jobs:
+    def __init__(self, conn: aiosqlite.Connection, *, max_attempts: int = 3, backoff_s: float = 2.0) -> None:
+        self._conn = conn
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+
+    async def enqueue(
+        self,
+        *,
+        tenant_id: str,
+        doc_id: str,
+        source_path: str,
+        raw_path: str,
+        content_hash: str,
+        options: dict[str, object],
+        requested_by: str | None = None,
+        notify: dict[str, object] | None = None,
+        dedupe_key: str | None = None,
+    ) -> tuple[JobRecord, bool]:
+        """Create a queued job; with a dedupe key already used, return that job instead (created=False)."""
+        now = iso()
+        job_id = uuid.uuid4().hex
+        async with transaction(self._conn) as conn:
+            if dedupe_key:
+                async with conn.execute("SELECT job_id FROM ingest_jobs WHERE dedupe_key=?", (dedupe_key,)) as cur:
+                    row = await cur.fetchone()
+                if row:
+                    existing = row[0]
+                    job_id = ""
+            if job_id:
+                await conn.execute(
+                    "INSERT INTO ingest_jobs (job_id, tenant_id, doc_id, source_path, raw_path, content_hash,"
+                    " options, requested_by, notify, dedupe_key, next_attempt_at, created_at, updated_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (job_id, tenant_id, doc_id, source_path, raw_path, content_hash, json.dumps(options),
+                     requested_by, json.dumps(notify) if notify else None, dedupe_key, now, now, now),
+                )
+        if not job_id:
+            job = await self.get(job_id=existing)
+            assert job is not None
+            return job, False
+        job = await self.get(job_id=job_id)
+        assert job is not None
+        return job, True
+
+    async def get(self, *, job_id: str) -> JobRecord | None:
+        async with self._conn.execute("SELECT * FROM ingest_jobs WHERE job_id=?", (job_id,)) as cur:
+            row = await cur.fetchone()
+        return _job(row) if row else None
+
+    async def claim_next(self, *, now: datetime | None = None) -> JobRecord | None:
+        """The oldest runnable job: queued, failed and due for retry, or left mid-way by a crash."""
+        stamp = iso(now)
+        async with transaction(self._conn) as conn:
+            async with conn.execute(
+                "SELECT * FROM ingest_jobs WHERE state IN ('queued','failed','parsing','embedding','indexing')"
+                " AND next_attempt_at <= ? ORDER BY created_at LIMIT 1",
+                (stamp,),
+            ) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                return None
+            # Lease: while this worker runs it, nobody else picks it up for a while.
+            lease = iso((now or utcnow()) + timedelta(minutes=10))
+            await conn.execute(
+                "UPDATE ingest_jobs SET attempts=attempts+1, next_attempt_at=?, updated_at=? WHERE job_id=?",
+                (lease, stamp, row["job_id"]),
+            )
+        job = await self.get(job_id=row["job_id"])
+        return job
+
+    async def advance(self, *, job_id: str, state: str, version: str | None = None,
+                      outcome: str | None = None) -> None:
+        if state not in STATES:
+            raise ValueError(f"unknown job state {state!r}")
+        await self._conn.execute(
+            "UPDATE ingest_jobs SET state=?, version=COALESCE(?, version), outcome=COALESCE(?, outcome),"
+            " last_error=CASE WHEN ? IN ('published','unchanged') THEN NULL ELSE last_error END,"
+            " updated_at=? WHERE job_id=?",
+            (state, version, outcome, state, iso(), job_id),
+        )
+
+    async def fail(self, *, job_id: str, error: str, permanent: bool = False,
+                   now: datetime | None = None) -> JobRecord:
+        """Record a failure; retry later with exponential backoff, or dead-letter it."""
+        job = await self.get(job_id=job_id)
+        if job is None:
+            raise LookupError(job_id)
+        dead = permanent or job.attempts >= self.max_attempts
+        delay = timedelta(seconds=self.backoff_s * (2 ** max(job.attempts - 1, 0)))
+        await self._conn.execute(
+            "UPDATE ingest_jobs SET state=?, last_error=?, next_attempt_at=?, updated_at=? WHERE job_id=?",
+            ("dead" if dead else "failed", error, iso((now or utcnow()) + delay), iso(), job_id),
+        )
+        updated = await self.get(job_id=job_id)
+        assert updated is not None
+        return updated
+
+    async def list(self, *, requested_by: str | None = None, limit: int = 20,
+                   states: tuple[str, ...] | None = None) -> list[JobRecord]:
+        sql = "SELECT * FROM ingest_jobs WHERE 1=1"
+        args: list[object] = []
+        if requested_by:
+            sql += " AND requested_by=?"
+            args.append(requested_by)
+        if states:
+            sql += f" AND state IN ({','.join('?' * len(states))})"
+            args.extend(states)
+        sql += " ORDER BY created_at DESC LIMIT ?"
+        args.append(limit)
+        async with self._conn.execute(sql, args) as cur:
+            return [_job(r) for r in await cur.fetchall()]
+
+    async def set_notify(self, *, job_id: str, notify: dict[str, object]) -> None:
+        await self._conn.execute(
+            "UPDATE ingest_jobs SET notify=?, updated_at=? WHERE job_id=?", (json.dumps(notify), iso(), job_id)
+        )
+
+
+def _job(row: aiosqlite.Row) -> JobRecord:
+    return JobRecord(
+        job_id=row["job_id"], tenant_id=row["tenant_id"], doc_id=row["doc_id"], source_path=row["source_path"],
+        raw_path=row["raw_path"], content_hash=row["content_hash"], options=json.loads(row["options"]),
+        state=row["state"], attempts=row["attempts"], last_error=row["last_error"], version=row["version"],
+        outcome=row["outcome"], requested_by=row["requested_by"],
+        notify=json.loads(row["notify"]) if row["notify"] else None,
+        created_at=row["created_at"], updated_at=row["updated_at"],
+    )
