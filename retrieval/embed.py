@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.language import detect_language
 from retrieval.sentences import body_of, split_sentences
 
 DENSE = "dense"
@@ -46,8 +47,10 @@ class EmbeddedText:
     vectors: dict[str, object]
     sentences: list[str]
     sentence_vecs: np.ndarray
+    sentence_model: str
     chunk_vec: np.ndarray
     ml_vec: np.ndarray | None
+    terms: list[int]
 
 
 class Embedder:
@@ -90,33 +93,50 @@ class Embedder:
         self.embed_query("warm up", vectors=(*self.dense_names, SPARSE_EN, SPARSE_AR))
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
+        return len(self.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
 
     def embed_documents(self, texts: Sequence[str], *, batch_size: int = 32) -> list[EmbeddedText]:
-        """Every vector the index stores for each text, plus per-sentence vectors for reranking."""
+        """Every vector the index stores for each text, plus what the reranker needs.
+
+        Sentence vectors come from MiniLM for English chunks and from the multilingual model for
+        Arabic or mixed ones (MiniLM has no Arabic), so a question is compared with sentences in
+        a space that understands both.
+        """
         if not texts:
             return []
+        langs = [detect_language(body_of(t)) for t in texts]
         per_text = [split_sentences(body_of(t)) or [body_of(t)] for t in texts]
-        flat = [s for sents in per_text for s in sents]
-        # One encode call for chunks and sentences: the model sorts by length inside the batch.
-        encoded = self.model.encode([*texts, *flat], batch_size=batch_size, normalize_embeddings=True,
+        en_sents = [s for sents, lang in zip(per_text, langs, strict=True) if lang == "en" for s in sents]
+        ml_sents = [s for sents, lang in zip(per_text, langs, strict=True) if lang != "en" for s in sents]
+        # One encode call for chunks and English sentences: the model sorts by length inside the batch.
+        encoded = self.model.encode([*texts, *en_sents], batch_size=batch_size, normalize_embeddings=True,
                                     show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
-        dense, sentence_vecs = encoded[: len(texts)], encoded[len(texts):]
+        dense, en_vecs = encoded[: len(texts)], encoded[len(texts):]
         ml = self._encode_use(texts) if self.multilingual else None
+        ml_vecs = self._encode_use(ml_sents) if self.multilingual and ml_sents else None
         out: list[EmbeddedText] = []
-        offset = 0
+        en_at = ml_at = 0
         for i, text in enumerate(texts):
             vectors: dict[str, object] = {DENSE: dense[i].tolist()}
             if ml is not None:
                 vectors[DENSE_ML] = ml[i].tolist()
+            terms: set[int] = set()
             for name, model in self.bm25.items():
                 sparse = model.embed_document(text)
                 vectors[name] = Sparse(list(sparse.indices), list(sparse.values))
+                terms.update(sparse.indices)
             count = len(per_text[i])
-            out.append(EmbeddedText(vectors=vectors, sentences=per_text[i],
-                                    sentence_vecs=sentence_vecs[offset:offset + count],
-                                    chunk_vec=dense[i], ml_vec=None if ml is None else ml[i]))
-            offset += count
+            if langs[i] == "en" or ml_vecs is None:
+                sent_vecs, sent_model = en_vecs[en_at:en_at + count], DENSE
+                en_at += count if langs[i] == "en" else 0
+                if langs[i] != "en":  # multilingual off: no sentence vectors for Arabic text
+                    sent_vecs = np.zeros((0, DENSE_SIZES[DENSE]), dtype=np.float32)
+            else:
+                sent_vecs, sent_model = ml_vecs[ml_at:ml_at + count], DENSE_ML
+                ml_at += count
+            out.append(EmbeddedText(vectors=vectors, sentences=per_text[i], sentence_vecs=sent_vecs,
+                                    sentence_model=sent_model, chunk_vec=dense[i],
+                                    ml_vec=None if ml is None else ml[i], terms=sorted(terms)))
         return out
 
     def embed_query(self, text: str, *, vectors: Sequence[str]) -> dict[str, object]:

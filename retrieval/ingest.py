@@ -327,11 +327,15 @@ class Ingestor:
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def vector_row(chunk_id: str, e: EmbeddedText) -> tuple[str, int, bytes, int, bytes | None, str, bytes]:
+def vector_row(chunk_id: str, e: EmbeddedText) -> dict[str, object]:
     ml = e.ml_vec
-    return (chunk_id, int(e.chunk_vec.shape[0]), e.chunk_vec.astype(np.float16).tobytes(),
-            0 if ml is None else int(ml.shape[0]), None if ml is None else ml.astype(np.float16).tobytes(),
-            json.dumps(e.sentences, ensure_ascii=False), e.sentence_vecs.astype(np.float16).tobytes())
+    return {"chunk_id": chunk_id, "dim": int(e.chunk_vec.shape[0]),
+            "chunk_vec": e.chunk_vec.astype(np.float16).tobytes(),
+            "ml_dim": 0 if ml is None else int(ml.shape[0]),
+            "ml_vec": None if ml is None else ml.astype(np.float16).tobytes(),
+            "sentences": json.dumps(e.sentences, ensure_ascii=False),
+            "sent_dim": int(e.sentence_vecs.shape[1]) if e.sentence_vecs.ndim == 2 else 0,
+            "sentence_vecs": e.sentence_vecs.astype(np.float16).tobytes(), "terms": json.dumps(e.terms)}
 
 
 def validate_doc_id(doc_id: str) -> str:

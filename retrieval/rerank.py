@@ -20,7 +20,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-SENTENCE_WEIGHT = 0.7
+# Tuning constants, chosen on a SQuAD 2.0 tuning split (see docs/benchmarks.md).
+SENTENCE_WEIGHT = 0.7  # best sentence vs whole chunk
+COVERAGE_FLOOR = 0.4  # score multiplier when no query term occurs in the chunk
+# The multilingual model's cosines run lower than MiniLM's; this maps them onto the same scale so
+# one floor serves both (score = ML_SCALE * cos + ML_SHIFT).
+ML_SCALE = 1.6
+ML_SHIFT = 0.1
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,7 @@ class Candidate:
     point_id: str
     chunk_id: str
     text: str
+    lang: str
     vectors: Any | None  # a chunk_vectors row, or None when missing
 
 
@@ -44,29 +51,57 @@ def _unpack(blob: bytes | None, dim: int) -> np.ndarray | None:
     return np.frombuffer(blob, dtype=np.float16).astype(np.float32).reshape(-1, dim)
 
 
+def query_terms(query_vecs: Mapping[str, Any], language: str) -> set[int]:
+    """Hashed BM25 terms of the question (stopwords removed, stemmed) in its own language."""
+    name = "sparse_ar" if language == "ar" else "sparse_en"
+    sparse = query_vecs.get(name)
+    return set(sparse.indices) if sparse is not None else set()
+
+
 class SentenceReranker:
-    name = "sentence-minilm"
+    """Best sentence + whole chunk cosine, scaled by how much of the question the chunk covers.
+
+    Coverage matters for the questions that must be refused: "wholesale returns" lands close to
+    the retail returns policy in embedding space, but "wholesale" occurs nowhere in it. The
+    multiplier only applies when question and chunk share a language (across languages there
+    are no shared terms to count).
+    """
+
+    name = "sentence-minilm+coverage"
 
     def score(self, *, query: str, query_vecs: Mapping[str, Any], language: str,
               candidates: Sequence[Candidate]) -> list[float]:
-        use_ml = language != "en" and query_vecs.get("dense_ml") is not None
-        q = np.asarray(query_vecs["dense_ml" if use_ml else "dense"], dtype=np.float32)
-        scores: list[float] = []
-        for cand in candidates:
-            row = cand.vectors
-            if row is None:
-                scores.append(0.0)
-                continue
-            if use_ml:
-                ml = _unpack(row["ml_vec"], row["ml_dim"])
-                scores.append(float(ml[0] @ q) if ml is not None else 0.0)
-                continue
+        q_en = np.asarray(query_vecs["dense"], dtype=np.float32) if query_vecs.get("dense") is not None else None
+        q_ml = (np.asarray(query_vecs["dense_ml"], dtype=np.float32)
+                if query_vecs.get("dense_ml") is not None else None)
+        terms = query_terms(query_vecs, language)
+        return [self._one(c, language, q_en, q_ml, terms) for c in candidates]
+
+    def _one(self, cand: Candidate, language: str, q_en: np.ndarray | None, q_ml: np.ndarray | None,
+             terms: set[int]) -> float:
+        row = cand.vectors
+        if row is None:
+            return 0.0
+        sents = _unpack(row["sentence_vecs"], row["sent_dim"])
+        if language == "en" and cand.lang == "en" and q_en is not None:
             chunk = _unpack(row["chunk_vec"], row["dim"])
-            sents = _unpack(row["sentence_vecs"], row["dim"])
-            chunk_cos = float(chunk[0] @ q) if chunk is not None else 0.0
-            best = float((sents @ q).max()) if sents is not None and len(sents) else chunk_cos
-            scores.append(SENTENCE_WEIGHT * best + (1 - SENTENCE_WEIGHT) * chunk_cos)
-        return scores
+            chunk_cos = float(chunk[0] @ q_en) if chunk is not None else 0.0
+            best = float((sents @ q_en).max()) if sents is not None and len(sents) else chunk_cos
+            base = SENTENCE_WEIGHT * best + (1 - SENTENCE_WEIGHT) * chunk_cos
+        elif q_ml is not None:
+            ml = _unpack(row["ml_vec"], row["ml_dim"])
+            chunk_cos = float(ml[0] @ q_ml) if ml is not None else 0.0
+            same_space = sents is not None and len(sents) and sents.shape[1] == q_ml.shape[0]
+            best = float((sents @ q_ml).max()) if same_space else chunk_cos
+            base = ML_SCALE * (SENTENCE_WEIGHT * best + (1 - SENTENCE_WEIGHT) * chunk_cos) + ML_SHIFT
+        else:  # an Arabic question with the multilingual model switched off: no comparable vector
+            return 0.0
+        same_language = language == cand.lang or language == "mixed"
+        if terms and same_language:
+            chunk_terms = set(json.loads(row["terms"]))
+            coverage = len(terms & chunk_terms) / len(terms)
+            base *= COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) * coverage
+        return min(base, 1.0)
 
 
 class CrossEncoderReranker:
@@ -88,11 +123,16 @@ class CrossEncoderReranker:
 
 
 def best_sentence(row: Any, query_vec: Sequence[float]) -> tuple[str, float] | None:
-    """The sentence of a chunk closest to the question (for extractive answers and traces)."""
-    sents = _unpack(row["sentence_vecs"], row["dim"])
-    if sents is None or not len(sents):
+    """The sentence of a chunk closest to the question (for extractive answers and traces).
+
+    `query_vec` must come from the model the chunk's sentences were embedded with (MiniLM for
+    English chunks, the multilingual model otherwise: see `row["sent_dim"]`).
+    """
+    sents = _unpack(row["sentence_vecs"], row["sent_dim"])
+    q = np.asarray(query_vec, dtype=np.float32)
+    if sents is None or not len(sents) or sents.shape[1] != q.shape[0]:
         return None
-    sims = sents @ np.asarray(query_vec, dtype=np.float32)
+    sims = sents @ q
     i = int(sims.argmax())
     return json.loads(row["sentences"])[i], float(sims[i])
 

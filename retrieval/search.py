@@ -139,8 +139,12 @@ class Searcher:
         started = time.perf_counter()
         language = detect_language(query)
         legs = plan_legs(language, mode, multilingual=self.embedder.multilingual)
-        query_vecs = await asyncio.to_thread(self.embedder.embed_query, query,
-                                             vectors=(*legs, DENSE) if DENSE not in legs else legs)
+        # The reranker needs the question's own-language terms and its dense vectors even when a
+        # single leg runs; embedding them costs a few milliseconds.
+        wanted = {*legs, DENSE, SPARSE_AR if language == "ar" else SPARSE_EN}
+        if language != "en":
+            wanted.add(DENSE_ML)
+        query_vecs = await asyncio.to_thread(self.embedder.embed_query, query, vectors=tuple(sorted(wanted)))
         t_embed = time.perf_counter()
         reports: dict[str, LegReport] = {}
         rankings = await self._run_legs(legs, query_vecs, scope, reports, exclude=())
@@ -211,7 +215,7 @@ class Searcher:
         if not candidates:
             return [], False
         rows = await self.catalog.load_vectors(chunk_ids=[c.chunk_id for _, _, c in candidates])
-        cands = [Candidate(point_id=pid, chunk_id=c.chunk_id, text=c.text, vectors=rows.get(c.chunk_id))
+        cands = [Candidate(point_id=pid, chunk_id=c.chunk_id, text=c.text, lang=c.lang, vectors=rows.get(c.chunk_id))
                  for pid, _, c in candidates]
         fail_open = False
         try:

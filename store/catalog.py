@@ -149,12 +149,13 @@ class Catalog:
             )
         return version, chunks
 
-    async def store_vectors(self, *, rows: Sequence[tuple[str, int, bytes, int, bytes | None, str, bytes]]) -> None:
-        """(chunk_id, dim, chunk_vec, ml_dim, ml_vec, sentences_json, sentence_vecs) per chunk."""
+    async def store_vectors(self, *, rows: Sequence[dict[str, object]]) -> None:
+        """Per chunk: chunk_id, dim, chunk_vec, ml_dim, ml_vec, sentences, sent_dim, sentence_vecs, terms."""
         async with transaction(self._conn) as conn:
             await conn.executemany(
                 "INSERT OR REPLACE INTO chunk_vectors (chunk_id, dim, chunk_vec, ml_dim, ml_vec, sentences,"
-                " sentence_vecs) VALUES (?,?,?,?,?,?,?)",
+                " sent_dim, sentence_vecs, terms) VALUES (:chunk_id, :dim, :chunk_vec, :ml_dim, :ml_vec,"
+                " :sentences, :sent_dim, :sentence_vecs, :terms)",
                 rows,
             )
 

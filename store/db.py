@@ -84,7 +84,9 @@ MIGRATIONS: tuple[str, ...] = (
         ml_dim INTEGER NOT NULL DEFAULT 0,
         ml_vec BLOB,
         sentences TEXT NOT NULL,
-        sentence_vecs BLOB NOT NULL
+        sent_dim INTEGER NOT NULL,
+        sentence_vecs BLOB NOT NULL,
+        terms TEXT NOT NULL DEFAULT '[]'
     );
     -- The manifest outlives the chunk text: it is how vectors are found again for cleanup.
     CREATE TABLE IF NOT EXISTS manifest_points (

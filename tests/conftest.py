@@ -1,0 +1,71 @@
+"""Shared fixtures: one loaded embedding model per session, and the sample handbook ingested once
+into a template home that each test copies (so tests stay isolated and fast)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.services import Services, open_services, shared_embedder
+from bot.settings import Settings
+from retrieval.embed import Embedder
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_HANDBOOK = ROOT / "sample" / "handbook"
+SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def make_settings(home: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"CAIRN_HOME": home, "CAIRN_ACCESS_FILE": SAMPLE_ACCESS}
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return shared_embedder(make_settings(Path("/nonexistent")))
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path / "home")
+
+
+@pytest.fixture
+async def services(settings: Settings, embedder: Embedder) -> AsyncIterator[Services]:
+    async with open_services(settings, embedder=embedder) as svc:
+        yield svc
+
+
+async def ingest_sample(svc: Services, root: Path = SAMPLE_HANDBOOK, *, tenant: str = "larkspur") -> None:
+    from bot.commands.knowledge import plan_files
+    from retrieval.ingest import DocumentOptions
+
+    for item in plan_files([root], None):
+        assert item.problem is None, item
+        outcome = await svc.ingestor.submit_bytes(item.path.read_bytes(), filename=str(item.path.relative_to(root)),
+                                                  doc_id=item.doc_id or "", options=DocumentOptions(tenant_id=tenant))
+        assert outcome.status in ("queued", "unchanged"), outcome
+    results = await svc.ingestor.run_pending()
+    assert all(r.status == "published" for r in results), results
+
+
+@pytest.fixture(scope="session")
+async def handbook_template(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    home = tmp_path_factory.mktemp("handbook") / "home"
+    async with open_services(make_settings(home), embedder=embedder) as svc:
+        await ingest_sample(svc)
+    return home
+
+
+@pytest.fixture
+async def handbook(tmp_path: Path, handbook_template: Path, embedder: Embedder) -> AsyncIterator[Services]:
+    """Services over a private copy of the ingested sample handbook."""
+    home = tmp_path / "home"
+    shutil.copytree(handbook_template, home)
+    async with open_services(make_settings(home), embedder=embedder) as svc:
+        yield svc
