@@ -152,6 +152,11 @@ class Embedder:
                 out[name] = Sparse(list(sparse.indices), list(sparse.values))
         return out
 
+    def terms(self, text: str) -> set[int]:
+        """Analysed BM25 terms (stopwords out, stemmed) with the analyser of the text's language."""
+        name = SPARSE_AR if detect_language(text) == "ar" else SPARSE_EN
+        return set(self.bm25[name].embed_query(text).indices)
+
     def encode_sentences(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised MiniLM vectors, for sentence-level reranking and topic matching."""
         return self.model.encode(list(texts), batch_size=64, normalize_embeddings=True,

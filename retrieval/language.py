@@ -1,0 +1,50 @@
+"""Script-based language detection for English/Arabic policy text.
+
+Policies in the collection are English, Arabic, or a mix (Arabic text with English product names,
+English text quoting Arabic titles). Counting Arabic-script letters is enough to tell these apart and,
+unlike a statistical detector, is deterministic and needs no model.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Language = Literal["en", "ar", "mixed"]
+
+# Arabic, Arabic Supplement, Arabic Extended-A and both presentation-form blocks: PDFs in
+# particular often carry presentation forms instead of the base letters.
+_ARABIC_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0600, 0x06FF),
+    (0x0750, 0x077F),
+    (0x08A0, 0x08FF),
+    (0xFB50, 0xFDFF),
+    (0xFE70, 0xFEFF),
+)
+
+
+def _is_arabic(char: str) -> bool:
+    code = ord(char)
+    return any(start <= code <= end for start, end in _ARABIC_RANGES)
+
+
+def arabic_ratio(text: str) -> float:
+    """Share of alphabetic characters that are Arabic script; 0.0 when the text has no letters."""
+    letters = [char for char in text if char.isalpha()]
+    if not letters:
+        return 0.0
+    return sum(1 for char in letters if _is_arabic(char)) / len(letters)
+
+
+def detect_language(text: str, *, low: float = 0.2, high: float = 0.8) -> Language:
+    """"ar" when at least `high` of the letters are Arabic, "en" at or below `low`, else "mixed".
+
+    Text without letters (numbers, punctuation, empty) counts as "en", the collection's default.
+    """
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"need 0 <= low <= high <= 1, got low={low}, high={high}")
+    ratio = arabic_ratio(text)
+    if ratio >= high:
+        return "ar"
+    if ratio <= low:
+        return "en"
+    return "mixed"
