@@ -23,7 +23,7 @@ from retrieval.chunk import chunk_document
 from retrieval.embed import EmbeddedText, Embedder
 from retrieval.index import IndexPoint, VectorIndex, point_id_for
 from retrieval.language import detect_language
-from retrieval.parse import SUPPORTED_SUFFIXES, ParseError, parse_bytes
+from retrieval.parse import SUPPORTED_SUFFIXES, ParseError, _size_phrase, parse_bytes
 from store.access import EVERYONE
 from store.catalog import Catalog, NewChunk, chunk_id_for
 from store.jobs import Jobs
@@ -90,8 +90,8 @@ class Submitter:
                 raise IngestError(f"unsupported file type '{suffix or filename}'; supported: "
                                   + ", ".join(sorted(SUPPORTED_SUFFIXES)))
             if len(data) > self.max_bytes:
-                raise IngestError(f"file is {len(data) / 1e6:.1f} MB, over the "
-                                  f"{self.max_bytes / 1e6:.1f} MB limit")
+                raise IngestError(f"The {_size_phrase(len(data), self.max_bytes)}: split it into smaller "
+                                  "documents and upload them separately.")
             if not data.strip():
                 raise IngestError("file is empty")
             check_groups(options, self.allowed_groups)
@@ -156,12 +156,11 @@ class Ingestor:
         results: list[FileOutcome] = []
         seen: set[str] = set()
         while True:
-            job = await self.jobs.claim_next()
-            if job is None or job.job_id in seen:
+            # Each job at most once per run: one that fails and falls due again waits for the next run.
+            job = await self.jobs.claim_next(exclude=tuple(seen), only=only)
+            if job is None:
                 break
             seen.add(job.job_id)
-            if only is not None and job.job_id not in only:
-                continue
             results.append(await self.run_job(job, on_progress=on_progress))
         await self.cleanup()
         return results
@@ -191,7 +190,7 @@ class Ingestor:
             drafts = chunk_document(parsed, count_tokens=self.embedder.count_tokens,
                                     max_tokens=self.chunk_tokens, overlap=self.chunk_overlap)
             if not drafts:
-                raise ParseError("no text left after parsing")
+                raise ParseError("parsing left no text to index; check that the file has readable body text")
             meta = parsed.metadata
             groups = options.groups or tuple(_str_list(meta.get("groups"))) or (EVERYONE,)
             check_groups(DocumentOptions(tenant_id=job.tenant_id, groups=groups), self.allowed_groups)

@@ -115,9 +115,14 @@ class CrossEncoderReranker:
               candidates: Sequence[Candidate]) -> list[float]:
         if not candidates:
             return []
-        raw = self.model.predict([(query, c.text) for c in candidates], show_progress_bar=False)
+        # Probabilities so one floor fits all models, decided by the model's head and never by the
+        # batch's values (a score must not depend on which other chunks were candidates): a class
+        # head gives P(relevant) by softmax, a bare logit gets a sigmoid.
+        labels = int(getattr(self.model, "num_labels", 1))
+        raw = self.model.predict([(query, c.text) for c in candidates], show_progress_bar=False,
+                                 apply_softmax=labels > 1)
         arr = np.asarray(raw, dtype=np.float32).reshape(len(candidates), -1)[:, -1]
-        if arr.min() < 0 or arr.max() > 1:  # logits → probabilities so one floor fits all models
+        if labels == 1 and type(getattr(self.model, "activation_fn", None)).__name__ == "Identity":
             arr = 1 / (1 + np.exp(-arr))
         return arr.tolist()
 

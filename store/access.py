@@ -152,6 +152,9 @@ class AccessPolicy:
             return Scope(user_id=user_id, tenant_id=tenant, groups=frozenset({self.customer_group}),
                          audience="customer")
         entry = self.find_user(user_id)
+        if entry is not None and home_tenant is not None and entry.tenant != home_tenant:
+            # A listing applies in its own tenant's workspace only; elsewhere the id is unknown.
+            entry = None
         mapped = tuple(self.slack_usergroups[g] for g in slack_groups if g in self.slack_usergroups)
         if entry is None:
             tenant = home_tenant or self.default_tenant

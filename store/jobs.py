@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import aiosqlite
@@ -45,11 +46,22 @@ class Jobs:
         job_id = uuid.uuid4().hex
         async with transaction(self._conn) as conn:
             if dedupe_key:
-                async with conn.execute("SELECT job_id FROM ingest_jobs WHERE dedupe_key=?", (dedupe_key,)) as cur:
+                async with conn.execute("SELECT job_id, state FROM ingest_jobs WHERE dedupe_key=?",
+                                        (dedupe_key,)) as cur:
                     row = await cur.fetchone()
                 if row:
                     existing = row[0]
                     job_id = ""
+                    if row[1] in FINAL_STATES:
+                        # Same content again after that job finished (reverted to an older version, or
+                        # retried after a dead letter): run it again rather than report stale news.
+                        await conn.execute(
+                            "UPDATE ingest_jobs SET state='queued', attempts=0, last_error=NULL, version=NULL,"
+                            " outcome=NULL, source_path=?, raw_path=?, options=?, requested_by=?, notify=?,"
+                            " next_attempt_at=?, created_at=?, updated_at=? WHERE job_id=?",
+                            (source_path, raw_path, json.dumps(options), requested_by,
+                             json.dumps(notify) if notify else None, now, now, now, existing),
+                        )
             if job_id:
                 await conn.execute(
                     "INSERT INTO ingest_jobs (job_id, tenant_id, doc_id, source_path, raw_path, content_hash,"
@@ -71,15 +83,27 @@ class Jobs:
             row = await cur.fetchone()
         return _job(row) if row else None
 
-    async def claim_next(self, *, now: datetime | None = None) -> JobRecord | None:
-        """The oldest runnable job: queued, failed and due for retry, or left mid-way by a crash."""
+    async def claim_next(self, *, now: datetime | None = None, exclude: Sequence[str] = (),
+                         only: Sequence[str] | None = None) -> JobRecord | None:
+        """The oldest runnable job: queued, failed and due for retry, or left mid-way by a crash.
+
+        `exclude` / `only` filter before the lease is taken, so a job a worker will not run is
+        never leased (nor its attempts counted) by claiming it.
+        """
+        if only is not None and not only:
+            return None
         stamp = iso(now)
+        sql = ("SELECT * FROM ingest_jobs WHERE state IN ('queued','failed','parsing','embedding','indexing')"
+               " AND next_attempt_at <= ?")
+        args: list[object] = [stamp]
+        if exclude:
+            sql += f" AND job_id NOT IN ({','.join('?' * len(exclude))})"
+            args.extend(exclude)
+        if only is not None:
+            sql += f" AND job_id IN ({','.join('?' * len(only))})"
+            args.extend(only)
         async with transaction(self._conn) as conn:
-            async with conn.execute(
-                "SELECT * FROM ingest_jobs WHERE state IN ('queued','failed','parsing','embedding','indexing')"
-                " AND next_attempt_at <= ? ORDER BY created_at LIMIT 1",
-                (stamp,),
-            ) as cur:
+            async with conn.execute(sql + " ORDER BY created_at LIMIT 1", args) as cur:
                 row = await cur.fetchone()
             if row is None:
                 return None

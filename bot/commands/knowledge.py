@@ -64,6 +64,7 @@ class Planned:
     path: Path
     doc_id: str | None
     problem: str | None = None
+    source: str | None = None  # the path relative to the directory given: what citations show
 
 
 def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
@@ -89,7 +90,8 @@ def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
                                                f"supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"))
             continue
         try:
-            planned.append(Planned(file, validate_doc_id(doc_id or default_doc_id(file, root))))
+            planned.append(Planned(file, validate_doc_id(doc_id or default_doc_id(file, root)),
+                                   source=file.relative_to(root).as_posix()))
         except IngestError as exc:
             planned.append(Planned(file, None, str(exc)))
     counts = Counter(p.doc_id for p in planned if p.doc_id)
@@ -121,8 +123,8 @@ async def _submit_all(submitter: Submitter, planned: list[Planned], options: Doc
             outcomes.append(FileOutcome(path=str(item.path), doc_id=item.doc_id, status="rejected",
                                         message=f"cannot read file: {exc.strerror}"))
             continue
-        outcome = await submitter.submit_bytes(data, filename=str(item.path), doc_id=item.doc_id or "",
-                                               options=options, requested_by="cli")
+        outcome = await submitter.submit_bytes(data, filename=item.source or str(item.path),
+                                               doc_id=item.doc_id or "", options=options, requested_by="cli")
         outcomes.append(outcome)
     return outcomes
 
