@@ -15,7 +15,7 @@ from fpdf import FPDF
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "handbook"
-FIXED_DATE = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
+FIXED_DATE = _dt.datetime(2025, 1, 1, tzinfo=_dt.UTC)
 
 # A document is metadata plus a list of blocks:
 #   ("h1", text) title, ("h2", text) section, ("h3", text) subsection,
