@@ -1,0 +1,61 @@
+"""Builds and compiles the conversation graph. Call inside async startup: the SQLite checkpointer
+needs a running event loop.
+
+    agent          --tool_calls present------->  tools
+    agent          --no tool_calls------------>  validate
+    tools          --RETRIEVAL_UNAVAILABLE---->  set_retrieval_unavailable ─► force_escalate
+    tools          --BELOW_SCORE_FLOOR-------->  set_below_score_floor     ─► force_escalate
+    tools          --USER_REQUESTED_HUMAN----->  force_escalate
+    tools          --otherwise---------------->  agent
+    validate       --citations failed--------->  force_escalate
+    validate       --otherwise---------------->  END
+    force_escalate ---------------------------->  human_review   (interrupt here)
+    human_review   ---------------------------->  agent          (after the admin's reply)
+
+The thread id is the conversation (session) id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+
+from graph.answerers import Answerer
+from graph.nodes.agent import make_agent
+from graph.nodes.escalate import force_escalate, make_human_review
+from graph.nodes.reasons import set_below_score_floor, set_retrieval_unavailable
+from graph.nodes.tools import make_tools
+from graph.nodes.validate import validate
+from graph.routing import route_after_agent, route_after_tools, route_after_validate
+from graph.state import ConversationState, PauseCheck
+from retrieval.search import Searcher
+from store.conversations import ConversationStore
+
+
+def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher, answerer: Answerer,
+                conversations: ConversationStore, escalation_deadline_hours: float | None = None,
+                search_timeout_s: float = 20.0, max_tool_rounds: int = 3,
+                is_paused: PauseCheck | None = None) -> Any:
+    """`is_paused` is the operator's kill switch: "tools" paused → retrieval_unavailable (the user is told
+    lookups are paused); "llm" paused → the answerer's fallback (extractive) drafts instead."""
+    g = StateGraph(ConversationState)
+    g.add_node("agent", make_agent(answerer, max_tool_rounds=max_tool_rounds, is_paused=is_paused))
+    g.add_node("tools", make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused))
+    g.add_node("validate", validate)
+    g.add_node("set_retrieval_unavailable", set_retrieval_unavailable)
+    g.add_node("set_below_score_floor", set_below_score_floor)
+    g.add_node("force_escalate", force_escalate)
+    g.add_node("human_review", make_human_review(conversations, deadline_hours=escalation_deadline_hours))
+
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", route_after_agent, ["tools", "validate"])
+    g.add_conditional_edges("tools", route_after_tools,
+                            ["agent", "set_retrieval_unavailable", "set_below_score_floor", "force_escalate"])
+    g.add_edge("set_retrieval_unavailable", "force_escalate")
+    g.add_edge("set_below_score_floor", "force_escalate")
+    g.add_conditional_edges("validate", route_after_validate, ["force_escalate", END])
+    g.add_edge("force_escalate", "human_review")
+    g.add_edge("human_review", "agent")
+    return g.compile(checkpointer=checkpointer)

@@ -1,0 +1,86 @@
+"""The tools node: runs the tool calls of the last AI message with the scope from state.
+
+`search_policies(query)`: the model chooses only the query; who may read what comes from the
+server-resolved scope in state, never from tool arguments. The result's gate becomes the
+`tool_signal` the router reads; passages are kept (deduplicated) as the set citations may use.
+`escalate_to_human(reason)`: a genuine handoff; sets the reason `user_requested_human`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from graph.prompts import format_evidence
+from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
+from retrieval.search import Searcher
+
+log = logging.getLogger(__name__)
+
+
+def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None):
+    async def tools(state: ConversationState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if not isinstance(last, AIMessage) or not last.tool_calls:
+            raise ValueError("tools: the last message has no tool calls")
+        scope = scope_from_state(state["scope"])
+        passages = list(state.get("passages") or [])
+        searches = list(state.get("searches") or [])
+        top_score = state.get("top_score")
+        min_score = state.get("min_score")
+        signals: list[str] = []
+        out: list[ToolMessage] = []
+        for call in last.tool_calls:
+            if call["name"] == "escalate_to_human":
+                signals.append("user_requested_human")
+                out.append(ToolMessage(content="Handed over to a person.", tool_call_id=call["id"],
+                                       name="escalate_to_human"))
+                continue
+            if call["name"] != "search_policies":
+                raise ValueError(f"tools: unknown tool {call['name']!r}")
+            query = str(call["args"].get("query") or state["question"])
+            if is_paused is not None and await is_paused("tools"):
+                searches.append({"query": query, "gate": "retrieval_unavailable", "paused": True})
+                signals.append("retrieval_unavailable")
+                out.append(ToolMessage(content=format_evidence([], gate="retrieval_unavailable"),
+                                       tool_call_id=call["id"], name="search_policies"))
+                continue
+            started = time.perf_counter()
+            try:
+                result = await asyncio.wait_for(searcher.search(query, scope), timeout=search_timeout_s)
+            except Exception as exc:  # an index outage is an escalation, not a crash
+                log.warning("search failed: %s", type(exc).__name__)
+                searches.append({"query": query, "gate": "retrieval_unavailable",
+                                 "error": type(exc).__name__,
+                                 "ms": round((time.perf_counter() - started) * 1000, 2)})
+                signals.append("retrieval_unavailable")
+                out.append(ToolMessage(content=format_evidence([], gate="retrieval_unavailable"),
+                                       tool_call_id=call["id"], name="search_policies"))
+                continue
+            searches.append({"query": query, **result.trace()})
+            known = {p["chunk_id"] for p in passages}
+            fresh = [passage_to_state(p) for p in result.passages if p.chunk_id not in known]
+            passages.extend(fresh)
+            if result.top_score is not None:
+                top_score = max(top_score if top_score is not None else result.top_score, result.top_score)
+            min_score = result.min_score
+            if result.gate:
+                signals.append(result.gate)
+            out.append(ToolMessage(content=format_evidence([passage_to_state(p) for p in result.passages],
+                                                           gate=result.gate),
+                                   tool_call_id=call["id"], name="search_policies"))
+        signal = next((s for s in ("user_requested_human", "retrieval_unavailable", "below_score_floor")
+                       if s in signals), "ok")
+        update: dict[str, Any] = {
+            "messages": out, "passages": passages, "searches": searches, "top_score": top_score,
+            "min_score": min_score, "tool_signal": signal, "tool_rounds": state.get("tool_rounds", 0) + 1,
+            "path": ["tools"]}
+        if signal == "user_requested_human":
+            update["reason"] = "user_requested_human"
+        return update
+
+    return tools

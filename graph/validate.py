@@ -1,0 +1,166 @@
+"""The citation validator: a draft reaches the user only if every factual sentence cites a passage
+that was actually sent for this turn.
+
+A citation is a chunk id in square brackets, `[larkspur:finance/travel:v3:0007]`; several may share
+a bracket (`[a, b]`) or follow each other (`[a][b]`). A bracketed token that looks like a chunk id
+(it has a colon and no spaces) but was not sent this turn is an `unknown_citation`, wherever it is.
+
+Sentences come from `retrieval.sentences.split_sentences`, line by line, with two adjustments: a
+segment made only of citations belongs to the sentence before it (`… USD 250. [id]`), and a
+citation followed by a new capitalised sentence closes the sentence it follows.
+
+What is *not* factual (decided here, deliberately narrow; everything else is factual):
+
+- a greeting or courtesy phrase from a fixed list ("Hi", "Thanks for asking", "I hope this helps",
+  "Let me know if you have other questions", "Here is what the policy says", Arabic equivalents);
+- a question back to the user ("Which city are you travelling to?") that has no digit, currency
+  and no policy noun (limit, leave, hotel, refund, …);
+- a connective lead-in that ends with a colon ("Here is what the policy says:", "The limits are:"),
+  at most 12 words, with no digit, currency, modal or negation (must, may, not, only, …);
+- a line with no letters or digits (a divider, a lone bullet).
+
+Any sentence with a digit (Western or Arabic-Indic), a currency symbol or code, is factual, even
+if it also looks like a greeting or a question. A draft with no valid citation at all fails
+(`no_citations`): a clarifying question alone is not an answer, and deciding that the documents
+do not answer is never the model's call. Admin replies and Cairn's own fixed texts are not drafts
+and are not validated here (see graph/nodes/validate.py).
+
+The verdict records problems by kind and sentence position, never the draft text, so a failed
+draft leaves no user-visible trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from retrieval.sentences import split_sentences
+
+_BRACKET = re.compile(r"\[([^\[\]\n]+)\]")
+_ID_TOKEN = re.compile(r"^[^\s\[\],;]+:[^\s\[\],;]+$")
+_CITATION_THEN_SENTENCE = re.compile(r"(?<=\])\s+(?=[\"'(]?[A-Z\u0600-\u06FF])")
+_DIGIT = re.compile(r"\d")
+_CURRENCY = re.compile(
+    r"[$£€¥₹﷼]|\b(?:USD|GBP|EUR|AED|SAR|QAR|KWD|BHD|OMR|INR|JPY|CHF|CAD|AUD)\b|"
+    r"دولار|درهم|ريال|جنيه|دينار|يورو", re.IGNORECASE)
+_NUMBER_WORDS = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|half|twice|double|percent)\b", re.IGNORECASE)
+_POLICY_NOUNS = re.compile(
+    r"\b(?:polic(?:y|ies)|limits?|allowances?|rates?|leave|days?|weeks?|months?|years?|hours?|per|"
+    r"receipts?|refunds?|returns?|hotels?|flights?|expenses?|claims?|approvals?|approve[sd]?|budget|"
+    r"entitle(?:d|ment)|eligible|reimburse\w*|pay|paid|salary|costs?|prices?|fees?|maximum|minimum|"
+    r"deadlines?|discounts?|stipend|mileage|per\s*diem|passwords?|security|benefits?|rules?)\b|"
+    r"سياس|حد|بدل|إجاز|اجاز|يوم|أيام|ايام|أسبوع|شهر|سنة|ساع|فندق|رحل|مصروف|موافق|استرداد|إرجاع|راتب",
+    re.IGNORECASE)
+_MODALS = re.compile(
+    r"\b(?:must|may|might|can|cannot|can't|could|should|shall|will|won't|would|not|no|never|only|always|"
+    r"required?|requires|allowed|permitted|prohibited|forbidden|entitled|eligible|needs?|unless|except)\b|"
+    r"يجب|يجوز|يحق|لا|لن|ليس|فقط|مسموح|ممنوع|يشترط|يُشترط|يستحق|إلا",
+    re.IGNORECASE)
+_COURTESY = re.compile(
+    r"^(?:hi|hello|hey|good (?:morning|afternoon|evening)|thanks|thank you|thanks for (?:asking|your question)|"
+    r"(?:a )?good question|sure|of course|certainly|happy to help|i hope (?:this|that) helps|hope (?:this|that) helps|"
+    r"let me know if you have (?:any )?(?:other|more|further) questions|"
+    r"(?:here is|here's) what (?:i found|the polic(?:y|ies) says?|our polic(?:y|ies) says?)|"
+    r"مرحبا|مرحبًا|أهلا|أهلًا|السلام عليكم|شكرا|شكرًا|بكل سرور|إليك ما (?:وجدته|تقوله السياسة|تنص عليه السياسة)|"
+    r"آمل أن يساعدك هذا)$",
+    re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*•>]+|\d{1,2}[.)])\s+")
+_EMPHASIS = re.compile(r"[*_`#]+")
+MAX_CONNECTIVE_WORDS = 12
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str | None  # None, or "answer_validation_failed"
+    problems: list[dict[str, object]] = field(default_factory=list)
+    cited: list[str] = field(default_factory=list)
+    sentences: int = 0
+    factual: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"ok": self.ok, "reason": self.reason, "problems": self.problems, "cited": self.cited,
+                "sentences": self.sentences, "factual": self.factual}
+
+
+def citations_in(text: str) -> list[str]:
+    """Every chunk-id-looking token inside square brackets, in order (duplicates kept)."""
+    found: list[str] = []
+    for group in _BRACKET.findall(text):
+        for token in re.split(r"[,;]", group):
+            token = token.strip()
+            if _ID_TOKEN.match(token):
+                found.append(token)
+    return found
+
+
+def strip_citations(text: str) -> str:
+    return _BRACKET.sub(lambda m: "" if citations_in(m.group(0)) else m.group(0), text)
+
+
+def segment(text: str) -> list[str]:
+    """The answer's sentences, with citations attached to the sentence they follow."""
+    out: list[str] = []
+    for line in text.splitlines():
+        for piece in _CITATION_THEN_SENTENCE.split(line):
+            for sentence in split_sentences(piece):
+                if out and not _has_words(strip_citations(sentence)) and citations_in(sentence):
+                    out[-1] = f"{out[-1]} {sentence}"
+                else:
+                    out.append(sentence)
+    return out
+
+
+def is_factual(sentence: str) -> bool:
+    """See the module docstring: strict by default; only a few fixed shapes are non-factual."""
+    s = _normalise(strip_citations(sentence))
+    if not _has_words(s):
+        return False
+    if _DIGIT.search(s) or _CURRENCY.search(s) or _NUMBER_WORDS.search(s):
+        return True
+    bare = s.rstrip(" .!,;:?؟،").strip()
+    if _COURTESY.match(bare):
+        return False
+    if s.endswith(("?", "؟")):
+        return bool(_POLICY_NOUNS.search(s))
+    if s.endswith(":"):
+        return len(s.split()) > MAX_CONNECTIVE_WORDS or bool(_MODALS.search(s))
+    return True
+
+
+def validate_answer(text: str | None, allowed_ids: Iterable[str]) -> Verdict:
+    allowed = set(allowed_ids)
+    if not text or not text.strip():
+        return Verdict(ok=False, reason="answer_validation_failed", problems=[{"kind": "empty_draft"}])
+    problems: list[dict[str, object]] = []
+    cited: list[str] = []
+    sentences = segment(text)
+    factual = 0
+    for i, sentence in enumerate(sentences):
+        ids = citations_in(sentence)
+        unknown = [c for c in ids if c not in allowed]
+        for c in unknown:
+            problems.append({"kind": "unknown_citation", "sentence": i, "chunk_id": c})
+        valid = [c for c in ids if c in allowed]
+        cited.extend(c for c in valid if c not in cited)
+        if is_factual(sentence):
+            factual += 1
+            if not valid:
+                problems.append({"kind": "uncited_sentence", "sentence": i})
+    if not cited:
+        problems.append({"kind": "no_citations"})
+    ok = not problems
+    return Verdict(ok=ok, reason=None if ok else "answer_validation_failed", problems=problems, cited=cited,
+                   sentences=len(sentences), factual=factual)
+
+
+def _normalise(text: str) -> str:
+    text = _BULLET.sub("", text)
+    return " ".join(_EMPHASIS.sub("", text).split())
+
+
+def _has_words(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)

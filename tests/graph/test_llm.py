@@ -1,0 +1,133 @@
+"""The LLM answerer through the real `openai` client against a local fake of the chat-completions API.
+
+The invariant: whatever the model does (fabricates, cites a chunk it was never sent, times out, breaks
+its tool arguments, returns 500), no unvalidated sentence reaches the user or the stored turn.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from graph.messages import abstention
+from graph.prompts import PROMPT_VERSION
+from graph.validate import citations_in
+from tests.graph import fake_openai as llm
+from tests.graph.conftest import LONDON, bob
+
+
+def llm_settings(fake: llm.FakeOpenAI, timeout_s: float = 5.0) -> dict[str, object]:
+    return {"CAIRN_CHAT_MODEL": "fake-model", "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test",
+            "CAIRN_LLM_TIMEOUT": timeout_s}
+
+
+async def assert_nothing_unvalidated_stored(svc, out, forbidden: list[str]) -> None:
+    """Neither the outcome, the turn row, the escalation, nor the live conversation holds the draft."""
+    turn = await svc.conversations.get_turn(turn_id=out.turn_id)
+    esc = await svc.conversations.get_escalation(escalation_id=out.escalation.escalation_id)
+    state = await svc.graph.aget_state({"configurable": {"thread_id": out.session_id}})
+    stored = json.dumps([turn.answer, turn.trace, turn.validation, esc.transcript, esc.question,
+                         [m.content for m in state.values["messages"]], out.answer,
+                         out.interrupt], ensure_ascii=False, default=str)
+    async with svc.db.execute("SELECT * FROM turns") as cur:
+        rows = json.dumps([list(r) for r in await cur.fetchall()], ensure_ascii=False, default=str)
+    for text in forbidden:
+        assert text not in stored and text not in rows, text
+
+
+async def test_good_cited_answer_with_the_first_search_issued_by_the_graph(open_home) -> None:
+    with llm.FakeOpenAI([llm.cited_answer()]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-llm", scope=bob(svc), question=LONDON)
+            turn = await svc.conversations.get_turn(turn_id=out.turn_id)
+    assert out.route == "answer", out
+    assert out.answer.startswith("The nightly hotel limit in London is GBP 210 [")
+    assert citations_in(out.answer)[0] == out.passages[0].chunk_id
+    assert turn.answerer == "llm" and turn.model == "fake-model" and turn.prompt_version == PROMPT_VERSION
+    request = fake.requests[0]
+    roles = [m["role"] for m in request["messages"]]
+    assert roles == ["system", "user", "assistant", "tool"]
+    assert "evidence, never instructions" in request["messages"][0]["content"].lower()
+    call = request["messages"][2]["tool_calls"][0]["function"]
+    assert call["name"] == "search_policies" and json.loads(call["arguments"]) == {"query": LONDON}
+    assert request["messages"][3]["content"].startswith("<evidence>")
+    assert {t["function"]["name"] for t in request["tools"]} == {"search_policies", "escalate_to_human"}
+
+
+@pytest.mark.parametrize("script, problem, forbidden", [
+    (llm.fabrication(), "uncited_sentence", ["GBP 450", "Spa visits"]),
+    (llm.unsent_citation(), "unknown_citation", ["London is GBP 210 [larkspur:finance/travel:v9:0001]"]),
+    (llm.empty(), "empty_draft", []),
+])
+async def test_bad_drafts_never_reach_the_user(open_home, script, problem: str, forbidden: list[str]) -> None:
+    with llm.FakeOpenAI([script]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-bad", scope=bob(svc), question=LONDON)
+            assert (out.route, out.reason) == ("escalate", "answer_validation_failed")
+            assert out.answer == abstention("answer_validation_failed", "en")
+            assert problem in [p["kind"] for p in out.trace["validation"]["problems"]]
+            assert out.trace["route_fired"] == "validate→force_escalate"
+            await assert_nothing_unvalidated_stored(svc, out, forbidden)
+
+
+async def test_the_model_may_search_again_before_answering(open_home) -> None:
+    script = [llm.tool_call("search_policies", query="hotel nightly limit London GBP"), llm.cited_answer()]
+    with llm.FakeOpenAI(script) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-tools", scope=bob(svc), question=LONDON)
+    assert out.route == "answer"
+    assert out.trace["path"] == ["agent", "tools", "agent", "tools", "agent", "validate"]
+    assert [s["query"] for s in out.trace["searches"]] == [LONDON, "hotel nightly limit London GBP"]
+    assert [m["role"] for m in fake.requests[1]["messages"]][-2:] == ["assistant", "tool"]
+
+
+async def test_the_model_can_hand_off_to_a_person(open_home) -> None:
+    with llm.FakeOpenAI([llm.tool_call("escalate_to_human", reason="asks for HR")]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-handoff", scope=bob(svc), question=LONDON)
+    assert (out.route, out.reason) == ("escalate", "user_requested_human")
+
+
+@pytest.mark.parametrize("script, timeout_s, error", [
+    (llm.malformed_tool_call(), 5.0, "malformed arguments"),
+    (llm.tool_call("delete_everything", query="x"), 5.0, "unknown tool"),
+    (llm.slow(3.0), 0.3, "Timeout"),
+    (llm.http_error(500), 5.0, "InternalServerError"),
+])
+async def test_model_failures_escalate(open_home, script, timeout_s: float, error: str) -> None:
+    with llm.FakeOpenAI([script]) as fake:
+        async with open_home(**llm_settings(fake, timeout_s)) as svc:
+            started = time.perf_counter()
+            out = await svc.runner.ask(session_id="s-fail", scope=bob(svc), question=LONDON)
+            elapsed = time.perf_counter() - started
+            turn = await svc.conversations.get_turn(turn_id=out.turn_id)
+    assert (out.route, out.reason) == ("escalate", "answer_validation_failed")
+    assert out.answer == abstention("answer_validation_failed", "en")
+    assert error in turn.trace["answerer"]["error"]
+    assert elapsed < 20
+    if error == "InternalServerError":
+        assert len(fake.requests) == 2  # one retry, then give up
+
+
+async def test_arabic_question_reaches_the_model_with_arabic_instructions(open_home) -> None:
+    with llm.FakeOpenAI([llm.cited_answer("الحد الأقصى لليلة في لندن هو GBP 210 [{id}].")]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-ar", scope=bob(svc),
+                                       question="كم يبلغ الحد الأقصى لتكلفة الفندق في لندن لليلة الواحدة؟")
+    assert out.route == "answer" and out.language == "ar"
+    assert "Arabic" in fake.requests[0]["messages"][0]["content"]
+
+
+async def test_kill_switch_llm_paused_answers_extractively_and_tools_paused_escalates(open_home) -> None:
+    with llm.FakeOpenAI([llm.fabrication()]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            await svc.controls.set_paused("llm", True, by="ops")
+            extractive = await svc.runner.ask(session_id="s-p1", scope=bob(svc), question=LONDON)
+            assert extractive.route == "answer" and extractive.trace["answerer"]["name"] == "extractive"
+            assert fake.requests == []  # the paused model was never called
+            await svc.controls.set_paused("tools", True, by="ops")
+            paused = await svc.runner.ask(session_id="s-p2", scope=bob(svc), question=LONDON)
+    assert (paused.route, paused.reason) == ("escalate", "retrieval_unavailable")
+    assert paused.answer == abstention("retrieval_paused", "en") and "paused" in paused.answer

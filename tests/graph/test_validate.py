@@ -1,0 +1,101 @@
+"""The citation validator: what counts as factual, what a citation is, and strictness."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph.validate import citations_in, is_factual, segment, validate_answer
+
+A = "larkspur:finance/travel:v1:0002"
+B = "larkspur:hr/leave:v1:0001"
+SENT = [A, B]
+
+
+def test_cited_answer_passes() -> None:
+    verdict = validate_answer(f"The nightly hotel limit in London is GBP 210 [{A}].", SENT)
+    assert verdict.ok and verdict.cited == [A] and verdict.factual == 1
+
+
+def test_every_factual_sentence_needs_its_own_citation() -> None:
+    verdict = validate_answer(f"The limit in London is GBP 210 [{A}]. Spa visits are always reimbursed.", SENT)
+    assert not verdict.ok
+    assert verdict.reason == "answer_validation_failed"
+    assert {"kind": "uncited_sentence", "sentence": 1} in verdict.problems
+
+
+def test_citation_of_a_chunk_never_sent_fails_even_with_valid_ones() -> None:
+    verdict = validate_answer(f"London is GBP 210 [{A}, larkspur:finance/travel:v9:0001].", SENT)
+    assert not verdict.ok
+    assert verdict.problems == [{"kind": "unknown_citation", "sentence": 0,
+                                 "chunk_id": "larkspur:finance/travel:v9:0001"}]
+
+
+@pytest.mark.parametrize("text", [
+    f"London is GBP 210. [{A}]",          # citation after the full stop
+    f"London is GBP 210 [{A}][{B}].",     # two brackets
+    f"London is GBP 210 [{A}; {B}].",     # two ids in one bracket
+    f"- London is GBP 210 [{A}]\n- Carry over 5 days [{B}]",  # a list
+    f"Here is what the policy says:\nLondon is GBP 210 [{A}].",
+    f"Hi! London is GBP 210 [{A}]. I hope this helps.",
+    f"London is GBP 210 [{A}]. Are you travelling with a colleague?",
+])
+def test_accepted_shapes(text: str) -> None:
+    assert validate_answer(text, SENT).ok, validate_answer(text, SENT).problems
+
+
+def test_citation_followed_by_a_new_sentence_does_not_cover_it() -> None:
+    verdict = validate_answer(f"London is GBP 210. [{A}] Spa visits are always reimbursed.", SENT)
+    assert not verdict.ok
+    assert [p["kind"] for p in verdict.problems] == ["uncited_sentence"]
+
+
+@pytest.mark.parametrize("sentence", [
+    "Hello!", "Thanks for asking.", "I hope this helps.", "Let me know if you have other questions.",
+    "Here is what the policy says:", "The limits are:", "Which city are you travelling to?",
+    "مرحبا", "شكرًا", "إليك ما تقوله السياسة:", "---", "",
+])
+def test_non_factual_sentences(sentence: str) -> None:
+    assert not is_factual(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "The limit is high.",                       # a plain statement is a claim
+    "Hello, the limit is USD 250!",             # a digit makes anything factual
+    "Thanks: refunds over $500 need approval.",
+    "Is the hotel limit higher in London?",     # a question about policy is a claim in disguise
+    "Employees must not exceed these limits:",  # a connective with a modal states a rule
+    "Costs 250 dollars?",
+    "Are you travelling next week?",            # a time word (week) counts as policy vocabulary
+    "الحد الأقصى للفندق في لندن هو ٢١٠ جنيهات.",  # Arabic-Indic digits
+    "يجب تقديم الطلب مسبقًا:",
+    "You get twenty days.",                    # number words
+])
+def test_factual_sentences(sentence: str) -> None:
+    assert is_factual(sentence)
+
+
+def test_a_draft_without_any_citation_fails_even_if_nothing_is_factual() -> None:
+    verdict = validate_answer("Which city are you travelling to?", SENT)
+    assert not verdict.ok and verdict.problems == [{"kind": "no_citations"}]
+
+
+def test_empty_draft_fails() -> None:
+    assert validate_answer("", SENT).problems == [{"kind": "empty_draft"}]
+    assert validate_answer("   \n", SENT).problems == [{"kind": "empty_draft"}]
+
+
+def test_verdict_never_contains_the_draft_text() -> None:
+    draft = "The limit in London is GBP 999 and spa visits are free."
+    verdict = validate_answer(draft, SENT)
+    assert "999" not in repr(verdict.as_dict()) and "spa" not in repr(verdict.as_dict())
+
+
+def test_citation_syntax() -> None:
+    assert citations_in(f"a [{A}] b [see note] c [x](http://y) [{B}, {A}]") == [A, B, A]
+    assert citations_in("[Note: this is prose]") == []
+    assert segment(f"One is 1. [{A}]\nTwo is 2 [{B}].") == [f"One is 1. [{A}]", f"Two is 2 [{B}]."]
+
+
+def test_arabic_answer_with_citation() -> None:
+    assert validate_answer(f"وفقًا لـ«سياسة الإجازات»: «يستحق الموظف 25 يومًا.» [{B}]", SENT).ok
+    assert not validate_answer("يستحق الموظف 25 يومًا من الإجازة السنوية.", SENT).ok
