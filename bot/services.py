@@ -10,8 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiosqlite
+from langgraph.graph.state import CompiledStateGraph
 
+from bot.controls import Controls
+from bot.metrics import Metrics
 from bot.settings import Settings
+from graph.answerers import Answerer, build_answerer
+from graph.builder import build_graph
+from graph.checkpoint import open_checkpointer
+from graph.runner import ConversationRunner
+from retrieval.conflicts import detect_conflicts
 from retrieval.embed import Embedder
 from retrieval.index import VectorIndex, open_index
 from retrieval.ingest import Ingestor
@@ -19,6 +27,7 @@ from retrieval.rerank import build_reranker
 from retrieval.search import Searcher
 from store.access import AccessPolicy
 from store.catalog import Catalog
+from store.conversations import ConversationStore
 from store.db import open_db
 from store.jobs import Jobs
 
@@ -44,6 +53,12 @@ class Services:
     embedder: Embedder
     searcher: Searcher
     ingestor: Ingestor
+    metrics: Metrics
+    controls: Controls
+    conversations: ConversationStore
+    answerer: Answerer
+    graph: CompiledStateGraph
+    runner: ConversationRunner
 
 
 @asynccontextmanager
@@ -62,15 +77,30 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         catalog = Catalog(db)
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
         jobs = Jobs(db, max_attempts=settings.job_max_attempts)
+        metrics = Metrics()
+        controls = Controls(db, env_paused=settings.paused_kinds, cache_s=settings.controls_cache_s)
         searcher = Searcher(index=index, catalog=catalog, embedder=embedder,
                             reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
-                            leg_timeout_s=settings.leg_timeout_s, rerank_timeout_s=settings.rerank_timeout_s)
+                            leg_timeout_s=settings.leg_timeout_s, rerank_timeout_s=settings.rerank_timeout_s,
+                            metrics=metrics)
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
                             allowed_groups=lambda t: access.tenants.get(t, frozenset()))
-        yield Services(settings=settings, db=db, access=access, catalog=catalog, jobs=jobs, index=index,
-                       embedder=embedder, searcher=searcher, ingestor=ingestor)
+        conversations = ConversationStore(db)
+        answerer = build_answerer(embedder=embedder, chat_model=settings.chat_model,
+                                  base_url=settings.openai_base_url, api_key=settings.openai_api_key,
+                                  timeout_s=settings.llm_timeout_s)
+        async with open_checkpointer(settings.checkpoint_path) as checkpointer:
+            graph = build_graph(checkpointer, searcher=searcher, answerer=answerer, conversations=conversations,
+                                escalation_deadline_hours=settings.escalation_deadline_hours,
+                                is_paused=controls.is_paused,
+                                conflict_check=lambda q, ps: detect_conflicts(q, ps, terms_of=embedder.terms))
+            runner = ConversationRunner(graph=graph, conversations=conversations, answerer=answerer)
+            yield Services(settings=settings, db=db, access=access, catalog=catalog, jobs=jobs, index=index,
+                           embedder=embedder, searcher=searcher, ingestor=ingestor,
+                           metrics=metrics, controls=controls,
+                           conversations=conversations, answerer=answerer, graph=graph, runner=runner)
     finally:
         index.close()
         await db.close()

@@ -5,6 +5,7 @@ needs a running event loop.
     agent          --no tool_calls------------>  validate
     tools          --RETRIEVAL_UNAVAILABLE---->  set_retrieval_unavailable ─► force_escalate
     tools          --BELOW_SCORE_FLOOR-------->  set_below_score_floor     ─► force_escalate
+    tools          --CONFLICTING_SOURCES------>  set_conflicting_sources   ─► force_escalate
     tools          --USER_REQUESTED_HUMAN----->  force_escalate
     tools          --otherwise---------------->  agent
     validate       --citations failed--------->  force_escalate
@@ -25,8 +26,8 @@ from langgraph.graph import END, START, StateGraph
 from graph.answerers import Answerer
 from graph.nodes.agent import make_agent
 from graph.nodes.escalate import force_escalate, make_human_review
-from graph.nodes.reasons import set_below_score_floor, set_retrieval_unavailable
-from graph.nodes.tools import make_tools
+from graph.nodes.reasons import set_below_score_floor, set_conflicting_sources, set_retrieval_unavailable
+from graph.nodes.tools import ConflictCheck, make_tools
 from graph.nodes.validate import validate
 from graph.routing import route_after_agent, route_after_tools, route_after_validate
 from graph.state import ConversationState, PauseCheck
@@ -37,23 +38,28 @@ from store.conversations import ConversationStore
 def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher, answerer: Answerer,
                 conversations: ConversationStore, escalation_deadline_hours: float | None = None,
                 search_timeout_s: float = 20.0, max_tool_rounds: int = 3,
-                is_paused: PauseCheck | None = None) -> Any:
+                is_paused: PauseCheck | None = None, conflict_check: ConflictCheck | None = None) -> Any:
     """`is_paused` is the operator's kill switch: "tools" paused → retrieval_unavailable (the user is told
-    lookups are paused); "llm" paused → the answerer's fallback (extractive) drafts instead."""
+    lookups are paused); "llm" paused → the answerer's fallback (extractive) drafts instead.
+    `conflict_check(question, passages)` holds answers whose sources disagree (conflicting_sources)."""
     g = StateGraph(ConversationState)
     g.add_node("agent", make_agent(answerer, max_tool_rounds=max_tool_rounds, is_paused=is_paused))
-    g.add_node("tools", make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused))
+    g.add_node("tools", make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused,
+                                   conflict_check=conflict_check))
     g.add_node("validate", validate)
     g.add_node("set_retrieval_unavailable", set_retrieval_unavailable)
     g.add_node("set_below_score_floor", set_below_score_floor)
+    g.add_node("set_conflicting_sources", set_conflicting_sources)
     g.add_node("force_escalate", force_escalate)
     g.add_node("human_review", make_human_review(conversations, deadline_hours=escalation_deadline_hours))
 
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", route_after_agent, ["tools", "validate"])
     g.add_conditional_edges("tools", route_after_tools,
-                            ["agent", "set_retrieval_unavailable", "set_below_score_floor", "force_escalate"])
+                            ["agent", "set_retrieval_unavailable", "set_below_score_floor",
+                             "set_conflicting_sources", "force_escalate"])
     g.add_edge("set_retrieval_unavailable", "force_escalate")
+    g.add_edge("set_conflicting_sources", "force_escalate")
     g.add_edge("set_below_score_floor", "force_escalate")
     g.add_conditional_edges("validate", route_after_validate, ["force_escalate", END])
     g.add_edge("force_escalate", "human_review")

@@ -17,7 +17,7 @@ def route_after_agent(state: ConversationState) -> Literal["tools", "validate"]:
 
 
 def route_after_tools(state: ConversationState) -> Literal[
-        "agent", "set_retrieval_unavailable", "set_below_score_floor", "force_escalate"]:
+        "agent", "set_retrieval_unavailable", "set_below_score_floor", "set_conflicting_sources", "force_escalate"]:
     signal = state.get("tool_signal")
     if signal == "ok":
         return "agent"
@@ -25,6 +25,8 @@ def route_after_tools(state: ConversationState) -> Literal[
         return "set_retrieval_unavailable"
     if signal == "below_score_floor":
         return "set_below_score_floor"
+    if signal == "conflicting_sources":
+        return "set_conflicting_sources"
     if signal == "user_requested_human":
         return "force_escalate"
     raise ValueError(f"route_after_tools: unknown tool signal {signal!r}")

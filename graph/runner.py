@@ -129,7 +129,8 @@ class ConversationRunner:
             "messages": [HumanMessage(content=question, id=f"{turn_id}:q")], "path": [PATH_RESET],
             "turn_id": turn_id, "session_id": session_id, "question": question, "language": language,
             "scope": scope_to_state(scope), "passages": [], "top_score": None, "min_score": None,
-            "searches": [], "tool_signal": None, "tool_rounds": 0, "reason": None, "validation": None,
+            "searches": [], "tool_signal": None, "conflicts": [], "tool_rounds": 0, "reason": None,
+            "validation": None,
             "answer": None, "route": None, "answerer": None, "human_reply": None}
         await self.graph.ainvoke(turn_input, config)
         snapshot = await self.graph.aget_state(config)

@@ -68,6 +68,9 @@ class PassageSummary(TypedDict):
     source_path: str
     page: int | None
     score: float
+    owner: NotRequired[str | None]
+    effective_at: NotRequired[str | None]
+    conflict: NotRequired[str | None]  # the sentence that contradicts another document, if any
 
 
 class EscalationPayload(TypedDict):
@@ -85,6 +88,7 @@ class EscalationPayload(TypedDict):
     user_id: str
     tenant_id: str
     language: str
+    conflicts: NotRequired[list[dict[str, Any]]]  # conflicting_sources: what contradicts what
 
 
 class ConversationState(TypedDict, total=False):
@@ -101,7 +105,8 @@ class ConversationState(TypedDict, total=False):
     top_score: float | None
     min_score: float | None
     searches: list[dict[str, Any]]  # one trace per search this turn
-    tool_signal: str | None  # ok | retrieval_unavailable | below_score_floor | user_requested_human
+    tool_signal: str | None  # ok | retrieval_unavailable | below_score_floor | conflicting_sources | user_requested_human
+    conflicts: list[dict[str, Any]]  # per turn: conflicting values among the passages (see retrieval.conflicts)
     tool_rounds: int
     # outcome (per turn)
     reason: str | None
@@ -134,10 +139,11 @@ def passage_from_state(raw: dict[str, Any]) -> Passage:
     return Passage(**{k: v for k, v in raw.items() if k in _PASSAGE_FIELDS})
 
 
-def passage_summary(raw: dict[str, Any]) -> PassageSummary:
+def passage_summary(raw: dict[str, Any], *, conflict: str | None = None) -> PassageSummary:
     return PassageSummary(chunk_id=raw["chunk_id"], doc_id=raw["doc_id"], version=raw["version"],
                           title=raw["title"], heading=raw["heading"], source_path=raw["source_path"],
-                          page=raw.get("page"), score=round(float(raw.get("score") or 0.0), 4))
+                          page=raw.get("page"), score=round(float(raw.get("score") or 0.0), 4),
+                          owner=raw.get("owner"), effective_at=raw.get("effective_at"), conflict=conflict)
 
 
 def author_of(message: Any) -> str | None:

@@ -11,9 +11,12 @@ Deterministic, over the sentences of the passages that would enter the prompt:
    - the documents carry different effective dates (the later one applies);
    - either passage says it supersedes/replaces/overrides another, or the catalog says so;
    - either sentence is an exception that names its scope ("during …", "except …", "unless …",
-     "… approval", "if …", "older than …");
+     "… approval", "only when …", "older than …");
    - the two documents also state a common value for that unit (they agree; the other value is
      about something else).
+An explicit "supersedes" needs only one shared subject term to order a pair (the notice that
+replaces a rate rarely repeats every word of the old policy); a later effective date needs the
+same overlap as a conflict.
 An ordered pair is not a conflict; the passage that loses is reported as `overridden` so the
 answer quotes only the one that applies.
 """
@@ -44,7 +47,7 @@ _COUNT = re.compile(_NUM + r"\s?(working days|business days|days?|weeks?|months?
                     r"|يومًا|يوما|يوم|أيام|أسبوعًا|أسبوعا|أسبوع|أسابيع|ساعات|ساعة|أشهر|شهر)", re.IGNORECASE)
 _PER = re.compile(r"\bper\s+(mile|km|kilometre|kilometer|night|day|month)\b", re.IGNORECASE)
 _SCOPED = re.compile(r"\b(during|except|exception|unless|approval|approved|only (?:for|to|when|with|if)"
-                     r"|if you|if the|when the|for trips|older than|more than|longer than|at least)\b"
+                     r"|for trips|older than|more than|longer than|at least)\b"
                      r"|باستثناء|إلا إذا|خلال|بموافقة", re.IGNORECASE)
 _SUPERSEDES = re.compile(r"\b(supersed\w*|replac(?:es|ed)|overrid\w*|no longer applies)\b|يلغي|يحل محل",
                          re.IGNORECASE)
@@ -141,15 +144,15 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
         for b in quantities[i + 1:]:
             if a.doc_id == b.doc_id or a.unit != b.unit or a.value == b.value:
                 continue
-            if values[(a.doc_id, a.unit)] & values[(b.doc_id, b.unit)]:
+            common = len(a.shared & b.shared)
+            if not common:
                 continue
-            if len(a.shared & b.shared) < need:
-                continue
-            if a.scoped or b.scoped:
-                continue
-            loser = _ordered_loser(by_chunk[a.chunk_id], by_chunk[b.chunk_id], supersedes)
+            loser = _ordered_loser(by_chunk[a.chunk_id], by_chunk[b.chunk_id], supersedes,
+                                   by_date=common >= need)
             if loser is not None:
                 overridden.add(loser)
+                continue
+            if common < need or a.scoped or b.scoped or values[(a.doc_id, a.unit)] & values[(b.doc_id, b.unit)]:
                 continue
             conflicts.append(Conflict(unit=a.unit, first=a, second=b))
     unique: dict[tuple[str, str], Conflict] = {}
@@ -158,8 +161,13 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
     return ConflictReport(conflicts=tuple(unique.values()), overridden=frozenset(overridden))
 
 
-def _ordered_loser(a: PassageLike, b: PassageLike, supersedes: Callable[[str, str], bool] | None) -> str | None:
-    """The chunk id that an ordering rule sets aside, or None when nothing orders the pair."""
+def _ordered_loser(a: PassageLike, b: PassageLike, supersedes: Callable[[str, str], bool] | None, *,
+                   by_date: bool) -> str | None:
+    """The chunk id that an ordering rule sets aside, or None when nothing orders the pair.
+
+    An explicit "supersedes" (catalog or text) orders any pair about the same thing; effective
+    dates alone order only pairs that share the question's subject (`by_date`).
+    """
     if supersedes is not None:
         if supersedes(a.doc_id, b.doc_id):
             return b.chunk_id
@@ -168,7 +176,7 @@ def _ordered_loser(a: PassageLike, b: PassageLike, supersedes: Callable[[str, st
     a_says, b_says = bool(_SUPERSEDES.search(a.text)), bool(_SUPERSEDES.search(b.text))
     if a_says != b_says:
         return b.chunk_id if a_says else a.chunk_id
-    if a.effective_at and b.effective_at and a.effective_at[:10] != b.effective_at[:10]:
+    if by_date and a.effective_at and b.effective_at and a.effective_at[:10] != b.effective_at[:10]:
         return b.chunk_id if a.effective_at > b.effective_at else a.chunk_id
     return None
 

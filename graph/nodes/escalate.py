@@ -50,12 +50,16 @@ def transcript_summary(state: ConversationState) -> str:
 
 def escalation_payload(state: ConversationState) -> EscalationPayload:
     scope = state["scope"]
+    conflicts = list(state.get("conflicts") or []) if state.get("reason") == "conflicting_sources" else []
+    # chunk id → the sentence in it that contradicts another document, for the side-by-side view
+    contested = {chunk: sentence for c in conflicts for chunk, sentence in zip(c["chunks"], c["sentences"], strict=True)}
     return EscalationPayload(
         type="escalation", escalation_id=escalation_id_for(state["turn_id"]), reason=str(state["reason"]),
         question=state["question"], transcript=transcript_summary(state),
-        passages=[passage_summary(p) for p in state.get("passages") or []], top_score=state.get("top_score"),
-        session_id=state["session_id"], turn_id=state["turn_id"], user_id=scope["user_id"],
-        tenant_id=scope["tenant_id"], language=state.get("language", "en"))
+        passages=[passage_summary(p, conflict=contested.get(p["chunk_id"])) for p in state.get("passages") or []],
+        top_score=state.get("top_score"), session_id=state["session_id"], turn_id=state["turn_id"],
+        user_id=scope["user_id"], tenant_id=scope["tenant_id"], language=state.get("language", "en"),
+        conflicts=conflicts)
 
 
 def make_human_review(conversations: ConversationStore, *, deadline_hours: float | None = None):

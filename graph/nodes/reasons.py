@@ -11,5 +11,9 @@ async def set_retrieval_unavailable(state: ConversationState) -> dict[str, Any]:
     return {"reason": "retrieval_unavailable", "path": ["set_retrieval_unavailable"]}
 
 
+async def set_conflicting_sources(state: ConversationState) -> dict[str, Any]:
+    return {"reason": "conflicting_sources", "path": ["set_conflicting_sources"]}
+
+
 async def set_below_score_floor(state: ConversationState) -> dict[str, Any]:
     return {"reason": "below_score_floor", "path": ["set_below_score_floor"]}

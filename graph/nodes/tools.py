@@ -11,18 +11,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
-from retrieval.search import Searcher
+from retrieval.conflicts import ConflictReport
+from retrieval.search import Passage, Searcher
 
 log = logging.getLogger(__name__)
 
 
-def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None):
+# (question, passages) → the detector's report; see retrieval.conflicts.
+ConflictCheck = Callable[[str, Sequence[Passage]], ConflictReport]
+
+
+def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None,
+               conflict_check: ConflictCheck | None = None):
     async def tools(state: ConversationState) -> dict[str, Any]:
         last = state["messages"][-1]
         if not isinstance(last, AIMessage) or not last.tool_calls:
@@ -33,6 +40,7 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
         top_score = state.get("top_score")
         min_score = state.get("min_score")
         signals: list[str] = []
+        conflicts: list[dict[str, Any]] = []
         out: list[ToolMessage] = []
         for call in last.tool_calls:
             if call["name"] == "escalate_to_human":
@@ -62,22 +70,31 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                                        tool_call_id=call["id"], name="search_policies"))
                 continue
             searches.append({"query": query, **result.trace()})
+            found = list(result.passages)
+            if conflict_check is not None and not result.gate and found:
+                report = conflict_check(state["question"], found)
+                if report.found:
+                    conflicts.extend(report.as_json())
+                    signals.append("conflicting_sources")
+                # An ordered pair (later effective date, supersedes) is no conflict: quote only
+                # the passage that applies.
+                found = [p for p in found if p.chunk_id not in report.overridden]
             known = {p["chunk_id"] for p in passages}
-            fresh = [passage_to_state(p) for p in result.passages if p.chunk_id not in known]
+            fresh = [passage_to_state(p) for p in found if p.chunk_id not in known]
             passages.extend(fresh)
             if result.top_score is not None:
                 top_score = max(top_score if top_score is not None else result.top_score, result.top_score)
             min_score = result.min_score
             if result.gate:
                 signals.append(result.gate)
-            out.append(ToolMessage(content=format_evidence([passage_to_state(p) for p in result.passages],
+            out.append(ToolMessage(content=format_evidence([passage_to_state(p) for p in found],
                                                            gate=result.gate),
                                    tool_call_id=call["id"], name="search_policies"))
-        signal = next((s for s in ("user_requested_human", "retrieval_unavailable", "below_score_floor")
-                       if s in signals), "ok")
+        signal = next((s for s in ("user_requested_human", "retrieval_unavailable", "below_score_floor",
+                                   "conflicting_sources") if s in signals), "ok")
         update: dict[str, Any] = {
             "messages": out, "passages": passages, "searches": searches, "top_score": top_score,
-            "min_score": min_score, "tool_signal": signal, "tool_rounds": state.get("tool_rounds", 0) + 1,
+            "min_score": min_score, "tool_signal": signal, "conflicts": conflicts, "tool_rounds": state.get("tool_rounds", 0) + 1,
             "path": ["tools"]}
         if signal == "user_requested_human":
             update["reason"] = "user_requested_human"
