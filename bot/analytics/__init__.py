@@ -1,0 +1,1 @@
+"""Escalation analytics: labels (kind + topic), expiry of unanswered escalations, the weekly digest."""
