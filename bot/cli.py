@@ -8,11 +8,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from bot.commands import knowledge, retrieval
+from bot.commands import analytics, conversation, knowledge, ops, retrieval, serve
 from bot.commands.common import CommandError
 from bot.settings import Settings
 
-COMMAND_MODULES = (knowledge, retrieval)
+COMMAND_MODULES = (knowledge, retrieval, ops, conversation, serve, analytics)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -48,6 +48,24 @@ class Settings(BaseSettings):
     digest_time: str = Field(default="09:00", alias="CAIRN_DIGEST_TIME")
     timezone: str = Field(default="UTC", alias="CAIRN_TIMEZONE")
     trace_retention_days: int = Field(default=90, alias="CAIRN_TRACE_RETENTION_DAYS")
+    # Escalation analytics (bot/analytics, bot/jobs.py): topic taxonomy YAML, classifier cadence, retries.
+    topics_file: Path | None = Field(default=None, alias="CAIRN_TOPICS")
+    classify_minutes: float = Field(default=5.0, alias="CAIRN_CLASSIFY_MINUTES")
+    label_max_attempts: int = Field(default=3, alias="CAIRN_LABEL_MAX_ATTEMPTS")
+
+    # HTTP API (/v1/retrieve) and operations: see bot/http.py and bot/api_auth.py.
+    services_file: Path | None = Field(default=None, alias="CAIRN_SERVICES_FILE")
+    service_credential: SecretStr | None = Field(default=None, alias="CAIRN_SERVICE_CREDENTIAL")
+    api_audience: str = Field(default="cairn", alias="CAIRN_API_AUDIENCE")
+    context_max_ttl_s: int = Field(default=900, alias="CAIRN_CONTEXT_MAX_TTL")
+    api_max_top_k: int = Field(default=20, alias="CAIRN_API_MAX_TOP_K")
+    api_timeout_s: float = Field(default=10.0, alias="CAIRN_API_TIMEOUT")
+    api_concurrency: int = Field(default=4, alias="CAIRN_API_CONCURRENCY")
+    budget_user_rpm: float = Field(default=30.0, alias="CAIRN_BUDGET_USER_RPM")
+    budget_service_rpm: float = Field(default=600.0, alias="CAIRN_BUDGET_SERVICE_RPM")
+    pause: str = Field(default="", alias="CAIRN_PAUSE")
+    controls_cache_s: float = Field(default=2.0, alias="CAIRN_CONTROLS_CACHE")
+    log_content: bool = Field(default=False, alias="CAIRN_LOG_CONTENT")
 
     @cached_property
     def db_path(self) -> Path:
@@ -72,3 +90,12 @@ class Settings(BaseSettings):
     @property
     def llm_enabled(self) -> bool:
         return bool(self.chat_model)
+
+    @property
+    def services_path(self) -> Path:
+        return self.services_file or self.cairn_home / "services.json"
+
+    @property
+    def paused_kinds(self) -> frozenset[str]:
+        """CAIRN_PAUSE=llm,tools → {"llm", "tools"}."""
+        return frozenset(k.strip().lower() for k in self.pause.split(",") if k.strip())

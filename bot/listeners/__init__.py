@@ -1,0 +1,15 @@
+"""Slack listeners, one module per surface, each with `register(app, services)`."""
+
+from __future__ import annotations
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.listeners import actions, commands, home, mentions, messages
+from bot.listeners.flow import SlackServices
+
+SURFACES = (messages, mentions, actions, commands, home)
+
+
+def register_listeners(app: AsyncApp, services: SlackServices) -> None:
+    for surface in SURFACES:
+        surface.register(app, services)

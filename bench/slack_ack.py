@@ -1,0 +1,177 @@
+"""Slack event acknowledgement latency (issue 5 targets: every ack < 3 s, p95 ≤ 100 ms).
+
+The real Bolt app behind the real HTTP app, served by uvicorn on a loopback port, with a local fake
+of the Slack Web API (tests/fake_slack.py). 50 signed `message.im` questions arrive at once from a
+separate process (as Slack's would: the sender must not share the server's event loop); each ack is
+the time until that sender gets its HTTP 200. The answers run lazily afterwards (placeholder, then
+chat.update), competing with the acks for the same process, as in production; the time until all
+50 are answered is reported too.
+
+`python -m bench.slack_ack --send PORT N` is the sender; it prints the N latencies (ms) as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import uvicorn
+
+if TYPE_CHECKING:
+    from bench.workspace import Workspace
+
+CONCURRENT = 50
+WARMUP = 3
+SECRET = "bench-signing-secret"
+TEAM = "T0BENCH"
+QUESTIONS = ["How many days of vacation do I get?", "What is the expense policy for meals?",
+             "Can I work remotely?", "How do I report a security incident?", "What is the parental leave policy?"]
+
+
+def _signed(body: str) -> dict[str, str]:
+    ts = str(int(time.time()))
+    sig = hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"Content-Type": "application/json", "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={sig}"}
+
+
+def _event(n: int) -> str:
+    user, channel, ts = f"U{n:05d}", f"D{n:05d}", f"1700{n:06d}.000100"
+    return json.dumps({"token": "x", "team_id": TEAM, "api_app_id": "A0", "type": "event_callback",
+                       "event_id": f"EvBench{n:05d}", "event_time": int(time.time()),
+                       "event": {"type": "message", "channel_type": "im", "user": user, "channel": channel,
+                                 "ts": ts, "text": QUESTIONS[n % len(QUESTIONS)], "team": TEAM}})
+
+
+async def _post(client: httpx.AsyncClient, n: int) -> float:
+    body = _event(n)
+    t0 = time.perf_counter()
+    resp = await client.post("/slack/events", content=body, headers=_signed(body))
+    elapsed = (time.perf_counter() - t0) * 1000
+    if resp.status_code != 200:
+        raise RuntimeError(f"event {n}: HTTP {resp.status_code} {resp.text[:200]}")
+    return elapsed
+
+
+def _timed(app: Any, into: list[float]) -> Any:
+    """ASGI wrapper: milliseconds from the request reaching the app to its response starting."""
+    async def timed(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        t0 = time.perf_counter()
+
+        async def timed_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                into.append((time.perf_counter() - t0) * 1000)
+            await send(message)
+
+        await app(scope, receive, timed_send)
+    return timed
+
+
+async def _burst(port: int, count: int) -> list[float]:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
+                                 limits=httpx.Limits(max_connections=count + 10)) as client:
+        return list(await asyncio.gather(*(_post(client, n) for n in range(count))))
+
+
+async def _send_from_another_process(port: int, count: int) -> list[float]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.slack_ack", "--send", str(port), str(count),
+        cwd=Path(__file__).resolve().parent.parent, stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the sender failed with exit code {proc.returncode}")
+    return [float(v) for v in json.loads(out)]
+
+
+async def _ensure_sample_handbook(ws: Workspace) -> None:
+    """The small Larkspur sample handbook, so questions get real answers (the ack does not depend on it)."""
+    if "larkspur_sample" in ws.built:
+        return
+    from bench.report import log
+    from bench.workspace import Doc
+    from bot.commands.knowledge import plan_files
+
+    root = Path(__file__).resolve().parent.parent / "sample" / "handbook"
+    docs = [Doc(doc_id=f"larkspur/{item.doc_id}", filename=f"larkspur/{item.path.relative_to(root).as_posix()}",
+                data=item.path.read_bytes()) for item in plan_files([root], None)
+            if item.doc_id and b"groups:" not in item.path.read_bytes()[:800]]  # the eval tenant has no such groups
+    run = await ws.ingest(docs, tenant="eval")
+    log(f"sample handbook ingested: {run.chunks} chunks in {run.seconds:.0f} s")
+    ws.built["larkspur_sample"] = run.chunks
+
+
+async def section_slack_ack(ws: Workspace) -> None:
+    from bench.report import log, percentile, table, target
+    from bot.app import create_app
+    from bot.commands.serve import _Server, bind, build_http, settle_heap
+    from bot.listeners.flow import WorkTracker
+    from tests.fake_slack import FakeSlack
+
+    await _ensure_sample_handbook(ws)
+    fake = FakeSlack(team_id=TEAM)
+    await fake.start()
+    for n in range(CONCURRENT + WARMUP):
+        fake.add_user(f"U{n:05d}", name=f"bench{n}")
+    settings = ws.settings.model_copy(update={"slack_bot_token": "xoxb-bench", "slack_signing_secret": SECRET,
+                                              "slack_api_url": fake.url, "escalation_channel": "C0BENCHESC"})
+    await settle_heap(ws.services)  # as `cairn serve` does before it serves
+    work = WorkTracker()
+    app = create_app(settings, ws.services, work=work)
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server_ms: list[float] = []
+    server = _Server(uvicorn.Config(_timed(build_http(ws.services, app), server_ms), log_config=None,
+                                    lifespan="off"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:  # noqa: ASYNC110 (uvicorn exposes only a flag)
+            await asyncio.sleep(0.01)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            for n in range(WARMUP):  # the first request pays auth.test and lazy imports
+                await _post(client, CONCURRENT + n)
+        await fake.wait_for("chat.update", count=WARMUP, within=120)
+        await work.wait_idle()
+        server_ms.clear()
+        t0 = time.perf_counter()
+        acks = await _send_from_another_process(port, CONCURRENT)
+        burst_s = time.perf_counter() - t0
+        answers = []
+        for n in range(CONCURRENT):
+            call = await fake.wait_for("chat.update", lambda c, ch=f"D{n:05d}": c.channel == ch, within=600)
+            answers.append(call)
+        answered_s = time.perf_counter() - t0
+        await work.wait_idle()
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await serving
+        await fake.stop()
+        with contextlib.suppress(OSError):
+            sock.close()
+    inside = server_ms[-CONCURRENT:]
+    log(f"{CONCURRENT} signed events sent concurrently (sender process, incl. its start-up) in {burst_s:.1f} s; "
+        f"all {len(answers)} answered (placeholder → chat.update) {answered_s:.1f} s after the burst began")
+    rows = []
+    for name, values in (("as the sender saw it", acks), ("inside the server", inside)):
+        p50, p95, worst = percentile(values, 50), percentile(values, 95), max(values)
+        rows.append([name, round(p50, 1), target(p95, 100, higher=False, digits=1),
+                     target(worst, 3000, higher=False, digits=1)])
+    table(f"Slack event ack latency (ms to HTTP 200), {CONCURRENT} concurrent signed message.im events",
+          ["measured", "p50", "p95", "max"], rows,
+          note="Slack retries an event not acknowledged within 3 s. The sender is a separate process opening "
+               "one connection per event; 'inside the server' runs from the request reaching the app to the "
+               "response starting. Acks return before any retrieval; the answers run in lazy listeners in the "
+               "same process, four turns at a time.")
+    ws.results["slack_ack"] = {"sender_ms": acks, "server_ms": inside, "answers_s": answered_s}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] != "--send":
+        raise SystemExit("usage: python -m bench.slack_ack --send PORT N")
+    print(json.dumps(asyncio.run(_burst(int(sys.argv[2]), int(sys.argv[3])))))

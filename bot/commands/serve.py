@@ -1,0 +1,213 @@
+"""`cairn serve [--socket | --http] [--port N]`: the long-running process.
+
+It owns the index while it runs (Qdrant Edge is single-process): CAIRN_HOME/server.json {pid, port}
+tells CLI commands so, and its ingestion worker picks up the jobs they hand over. It serves Slack,
+over Socket Mode (SLACK_APP_TOKEN; no public URL needed) or the HTTP Events API at `/slack/events`
+(SLACK_SIGNING_SECRET; every request's signature checked, replays older than five minutes
+rejected), plus the HTTP API (/v1/retrieve, /healthz, /readyz, /metrics) on --port in both modes,
+and the scheduled jobs (bot/jobs.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Generator
+from typing import Any
+
+import uvicorn
+
+from bot.commands.common import CommandError, local_services
+from bot.services import Services, running_server, server_file
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 3000
+INGEST_POLL_S = 3.0
+DRAIN_S = 20.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="run Slack (Socket Mode or HTTP Events API) and the HTTP API",
+        description="Serve Slack and the HTTP API (/v1/retrieve, /healthz, /readyz, /metrics). "
+                    "--socket: Slack over Socket Mode (needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN). "
+                    "--http: Slack Events API at POST /slack/events on --port (needs SLACK_BOT_TOKEN and "
+                    "SLACK_SIGNING_SECRET). Default: --socket when SLACK_APP_TOKEN is set, else --http. "
+                    "Without SLACK_BOT_TOKEN only the HTTP API runs. While it runs it owns the index: "
+                    "`cairn ingest` hands its jobs to this process.")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--socket", action="store_true", help="Slack over Socket Mode")
+    mode.add_argument("--http", action="store_true", help="Slack over the HTTP Events API (/slack/events)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="HTTP bind address (default 127.0.0.1; 0.0.0.0 to accept outside connections)")
+    p.set_defaults(handler=serve)
+
+
+def slack_mode(args: argparse.Namespace, settings: Settings) -> str | None:
+    """"socket", "http", or None (no Slack: HTTP API only). Raises CommandError for a missing token."""
+    wanted = "socket" if args.socket else "http" if args.http else None
+    if not settings.slack_bot_token:
+        if wanted:
+            raise CommandError(f"--{wanted} needs SLACK_BOT_TOKEN (see README, Slack installation)")
+        return None
+    mode = wanted or ("socket" if settings.slack_app_token else "http")
+    if mode == "socket" and not settings.slack_app_token:
+        raise CommandError("--socket needs SLACK_APP_TOKEN (an app-level token with connections:write)")
+    if mode == "http" and not settings.slack_signing_secret:
+        raise CommandError("--http needs SLACK_SIGNING_SECRET to verify Slack's requests")
+    return mode
+
+
+async def serve(args: argparse.Namespace, settings: Settings) -> int:
+    mode = slack_mode(args, settings)
+    other = running_server(settings)
+    if other and int(str(other.get("pid"))) != os.getpid():
+        raise CommandError(f"cairn serve is already running for {settings.cairn_home} (pid {other['pid']})")
+    async with local_services(settings) as services, presence(settings, port=args.port, mode=mode):
+        await run_server(settings, services, mode=mode, host=args.host, port=args.port)
+    return 0
+
+
+@contextlib.asynccontextmanager
+async def presence(settings: Settings, *, port: int, mode: str | None) -> AsyncIterator[None]:
+    """CAIRN_HOME/server.json while the server runs: how CLI commands learn that it owns the index."""
+    path = server_file(settings)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "port": port, "slack": mode}))
+    tmp.replace(path)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+
+
+async def ingestion_worker(services: Services, *, interval_s: float = INGEST_POLL_S) -> None:
+    """Process the jobs CLI commands hand over (and any left from a crash), every few seconds."""
+    while True:
+        try:
+            done = await services.ingestor.run_pending()
+            for result in done:
+                log.info("ingest %s: %s", getattr(result, "doc_id", "?"), getattr(result, "status", "?"))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("ingestion worker pass failed; retrying")
+        await asyncio.sleep(interval_s)
+
+
+async def settle_heap(services: Services) -> None:
+    """Load the models, then take everything alive at start-up out of the garbage collector's view.
+
+    The models, graphs and libraries are millions of long-lived objects; a full collection over them
+    stalls the event loop for ~100 ms, longer than a Slack ack may take under a burst.
+    """
+    await asyncio.to_thread(services.embedder.warm_up)
+    gc.collect()
+    gc.freeze()
+
+
+def build_http(services: Services, slack_app: Any | None) -> Any:
+    """The HTTP app (bot/http.py) with Bolt's `/slack/events` mounted when Slack runs over HTTP."""
+    from bot.http import create_http_app
+
+    handler = None
+    if slack_app is not None:
+        from slack_bolt.adapter.fastapi.async_handler import AsyncSlackRequestHandler
+
+        handler = AsyncSlackRequestHandler(slack_app)
+    return create_http_app(services, slack_handler=handler)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Bind before anything starts, so a busy port is a clear error rather than uvicorn's exit."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: serve() installs one handler for the whole process."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+async def run_server(settings: Settings, services: Services, *, mode: str | None, host: str, port: int,
+                     stop: asyncio.Event | None = None) -> None:
+    from bot.app import create_app
+    from bot.jobs import run_jobs
+    from bot.listeners.flow import WorkTracker
+
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+
+    sock = bind(host, port)
+    await settle_heap(services)
+    work = WorkTracker()
+    slack_app = create_app(settings, services, work=work) if mode else None
+    http_app = build_http(services, slack_app if mode == "http" else None)
+    # log_config=None: the CLI configured logging; uvicorn must not replace it.
+    server = _Server(uvicorn.Config(http_app, host=host, port=port, log_config=None, lifespan="on"))
+    tasks = [asyncio.create_task(ingestion_worker(services), name="ingestion-worker"),
+             # APScheduler jobs (bot/jobs.py): classifier, expiry, weekly digest, publish-by-date, retention
+             asyncio.create_task(run_jobs(services, slack_client=slack_app.client if slack_app else None),
+                                 name="jobs"),
+             asyncio.create_task(server.serve(sockets=[sock]), name="http")]
+    socket_handler = None
+    if mode == "socket" and slack_app is not None:
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        socket_handler = AsyncSocketModeHandler(slack_app, settings.slack_app_token)
+        await socket_handler.connect_async()
+    where = {"socket": "Slack over Socket Mode", "http": f"Slack Events at http://{host}:{port}/slack/events",
+             None: "no Slack (SLACK_BOT_TOKEN not set)"}[mode]
+    print(f"cairn serve: {where}; HTTP API on http://{host}:{port}; pid {os.getpid()}. Ctrl-C stops.",
+          file=sys.stderr, flush=True)
+    try:
+        waiter = asyncio.create_task(stop.wait())
+        await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        for task in tasks:
+            if task.done() and not task.cancelled() and task.exception():
+                raise CommandError(f"{task.get_name()} stopped: {task.exception()}")
+    finally:
+        # Stop taking requests (uvicorn finishes the ones it has and runs the app's shutdown), let the
+        # answers in flight reach their threads, then stop the worker and the jobs.
+        if socket_handler is not None:
+            with contextlib.suppress(Exception):
+                await socket_handler.close_async()
+        server.should_exit = True
+        http_task = next(t for t in tasks if t.get_name() == "http")
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(DRAIN_S):
+                await asyncio.gather(http_task, work.wait_idle(), return_exceptions=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)

@@ -1,0 +1,96 @@
+"""Pure view builders: citations as numbered footnotes with readable labels; escalation and home views;
+and the manifest that installs the app."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import yaml
+
+from bot.constants import ACTION_CLAIM, ACTION_RESOLVE, parse_session_id, session_id_for
+from bot.views import build_answer, build_escalation_root, build_home, render_citations, source_label
+from store.records import EscalationRecord
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAVEL = {"chunk_id": "acme:finance/travel:v3:0007", "title": "Travel and Expenses Policy", "version": "v3",
+          "page": None, "heading": "Travel and Expenses Policy > Hotels"}
+CODE = {"chunk_id": "acme:hr/code:v1:0002", "title": "Code of Conduct", "version": "v1", "page": 4,
+        "heading": "Gifts"}
+
+
+def test_source_labels_read_like_a_reference() -> None:
+    assert source_label(TRAVEL) == "Travel and Expenses Policy · v3 · Hotels"
+    assert source_label(CODE) == "Code of Conduct · v1 · p. 4 · Gifts"
+
+
+def test_chunk_ids_become_numbered_footnotes() -> None:
+    answer = ("Hotels in Boston are capped at USD 250 a night [acme:finance/travel:v3:0007]. Gifts over USD 50 "
+              "must be declared [acme:hr/code:v1:0002, acme:finance/travel:v3:0007][acme:gone:v1:0001]. "
+              "See the [travel desk] for bookings.")
+    text, lines = render_citations(answer, [TRAVEL, CODE])
+    assert text == ("Hotels in Boston are capped at USD 250 a night [1]. Gifts over USD 50 must be declared [2, 1]. "
+                    "See the [travel desk] for bookings.")
+    assert lines == ["[1] Travel and Expenses Policy · v3 · Hotels", "[2] Code of Conduct · v1 · p. 4 · Gifts"]
+
+
+def test_answer_message_escapes_document_text_and_carries_buttons() -> None:
+    msg = build_answer(answer="Use <b>form</b> A & B [acme:finance/travel:v3:0007].", citations=[TRAVEL],
+                       turn_id="t-1", session_id="slack:T:C:1.2")
+    assert "&lt;b&gt;form&lt;/b&gt; A &amp; B [1]." in msg["blocks"][0]["text"]["text"]
+    assert msg["blocks"][1]["elements"][0]["text"] == "[1] Travel and Expenses Policy · v3 · Hotels"
+    assert [e["value"] for e in msg["blocks"][2]["elements"]] == ["slack:T:C:1.2", "t-1", "t-1"]
+
+
+def escalation(**over: object) -> EscalationRecord:
+    values: dict[str, object] = dict(
+        escalation_id="esc-1", session_id="slack:T:D1:1.1", turn_id="t-1", tenant_id="acme", user_id="U1",
+        question="Pets?", reason="below_score_floor", transcript="user: Pets?",
+        passages=[{**TRAVEL, "score": 0.19}], top_score=0.19, status="open", channel="C0ESC", thread_ts="9.9",
+        claimed_by=None, resolved_by=None, kind=None, topic=None, label_attempts=0, first_reply_at=None,
+        reminded_at=None, deadline_at=None, created_at=(datetime.now(UTC) - timedelta(hours=3)).isoformat(),
+        closed_at=None)
+    values.update(over)
+    return EscalationRecord(**values)  # type: ignore[arg-type]
+
+
+def action_ids(msg: dict) -> list[str]:
+    return [e["action_id"] for b in msg["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def test_escalation_root_buttons_follow_its_status() -> None:
+    assert action_ids(build_escalation_root(escalation(), link="https://x")) == [ACTION_RESOLVE, ACTION_CLAIM]
+    assert action_ids(build_escalation_root(escalation(claimed_by="U9"), link="https://x")) == [ACTION_RESOLVE]
+    resolved = build_escalation_root(escalation(status="resolved", resolved_by="U9"), link="https://x")
+    assert action_ids(resolved) == [] and "Resolved" in str(resolved["blocks"])
+
+
+def test_home_lists_escalations_with_age_and_reason_for_admins() -> None:
+    now = datetime.now(UTC)
+    opened = escalation(created_at=(now - timedelta(hours=3, minutes=5)).isoformat())
+    admin = str(build_home(is_staff=True, is_admin=True, escalations=[opened], now=now))
+    assert "3h 5m old" in admin and "No approved passage scored above the floor" in admin
+    staff = str(build_home(is_staff=True, is_admin=False, escalations=[], now=now))
+    assert "Open escalations" not in staff
+
+
+def test_session_ids_round_trip() -> None:
+    sid = session_id_for(team_id="T1", channel="C1", thread_ts="1700000000.000100")
+    assert sid == "slack:T1:C1:1700000000.000100"
+    assert parse_session_id(sid) == ("T1", "C1", "1700000000.000100")
+    assert parse_session_id("cli:abc") is None
+
+
+def test_manifest_installs_what_the_listeners_need() -> None:
+    manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"app_mentions:read", "chat:write", "im:history", "im:read", "im:write", "channels:history",
+            "groups:history", "users:read", "usergroups:read", "files:read", "reactions:write",
+            "commands"} <= scopes
+    settings = manifest["settings"]
+    assert set(settings["event_subscriptions"]["bot_events"]) == {
+        "app_mention", "message.im", "message.channels", "message.groups", "app_home_opened"}
+    assert settings["interactivity"]["is_enabled"] and settings["socket_mode_enabled"]
+    assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/cairn"]
+    assert manifest["features"]["app_home"]["home_tab_enabled"]
+    assert manifest["features"]["app_home"]["messages_tab_enabled"]

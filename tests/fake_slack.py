@@ -1,0 +1,318 @@
+"""A real local HTTP server standing in for the Slack Web API (SLACK_API_URL), as bolt-python's own
+tests/mock_web_api_server does: it records every call and answers the methods Cairn uses.
+
+    fake = FakeSlack()
+    await fake.start()                       # http://127.0.0.1:<port>/api/
+    settings = make_settings(home, SLACK_API_URL=fake.url, ...)
+    call = await fake.wait_for("chat.update", lambda c: "[1]" in c.text)
+    await fake.stop()
+
+Messages posted are kept per channel, so chat.update, conversations.replies and chat.getPermalink
+behave like Slack's. Failures can be injected per method (`fail_next`) or per channel
+(`reject_channel`), including 429 with Retry-After for the retry handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    token: str | None = None
+
+    @property
+    def text(self) -> str:
+        """Everything a person would read: the `text` and every text inside the blocks."""
+        parts = [str(self.params.get("text") or "")]
+        blocks = self.params.get("blocks")
+        if isinstance(blocks, str):
+            blocks = json.loads(blocks)
+        parts.extend(_texts(blocks or []))
+        parts.extend(_texts(self.params.get("view") or {}))
+        return "\n".join(parts)
+
+    @property
+    def channel(self) -> str | None:
+        return self.params.get("channel")
+
+    @property
+    def thread_ts(self) -> str | None:
+        return self.params.get("thread_ts")
+
+    def action_ids(self) -> list[str]:
+        blocks = self.params.get("blocks") or []
+        if isinstance(blocks, str):
+            blocks = json.loads(blocks)
+        return [e.get("action_id") for b in blocks if b.get("type") == "actions" for e in b.get("elements", [])]
+
+
+def _texts(node: Any) -> list[str]:
+    out: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "text" and isinstance(value, str):
+                out.append(value)
+            else:
+                out.extend(_texts(value))
+    elif isinstance(node, list):
+        for item in node:
+            out.extend(_texts(item))
+    return out
+
+
+@dataclass
+class Failure:
+    status: int = 200
+    error: str = "internal_error"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeSlack:
+    def __init__(self, *, team_id: str = "T0LARKSPUR", bot_user_id: str = "U0CAIRN", bot_id: str = "B0CAIRN",
+                 domain: str = "larkspur") -> None:
+        self.team_id, self.bot_user_id, self.bot_id, self.domain = team_id, bot_user_id, bot_id, domain
+        self.calls: list[Call] = []
+        self.users: dict[str, dict[str, Any]] = {}
+        self.usergroups: dict[str, list[str]] = {}
+        self.messages: dict[str, dict[str, dict[str, Any]]] = {}  # channel → ts → message
+        self.rejected_channels: dict[str, str] = {}
+        self._failures: dict[str, list[Failure]] = {}
+        self._ts = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._socket_envelopes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._handle)
+        app.router.add_route("POST", "/response/{key}", self._response_url)
+        app.router.add_get("/socket", self._socket_mode)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, key: str = "r1") -> str:
+        return f"http://127.0.0.1:{self.port}/response/{key}"
+
+    # -- configuration -----------------------------------------------------------------------------
+
+    def add_user(self, user_id: str, *, name: str | None = None, team_id: str | None = None,
+                 is_restricted: bool = False, is_ultra_restricted: bool = False, is_stranger: bool = False,
+                 is_bot: bool = False) -> None:
+        name = name or user_id.lower()
+        self.users[user_id] = {
+            "id": user_id, "team_id": team_id or self.team_id, "name": name, "real_name": name.title(),
+            "is_restricted": is_restricted, "is_ultra_restricted": is_ultra_restricted, "is_bot": is_bot,
+            "profile": {"display_name": name.title(), "real_name": name.title()},
+            **({"is_stranger": True} if is_stranger else {})}
+
+    def fail_next(self, method: str, *, error: str = "internal_error", status: int = 200, times: int = 1,
+                  headers: dict[str, str] | None = None) -> None:
+        """The next `times` calls of `method` fail (status 429 + Retry-After exercises the retry handler)."""
+        self._failures.setdefault(method, []).extend(
+            Failure(status=status, error=error, headers=headers or {}) for _ in range(times))
+
+    def reject_channel(self, channel: str, error: str = "not_in_channel") -> None:
+        self.rejected_channels[channel] = error
+
+    # -- inspection --------------------------------------------------------------------------------
+
+    def calls_to(self, method: str, predicate: Callable[[Call], bool] | None = None) -> list[Call]:
+        return [c for c in self.calls if c.method == method and (predicate is None or predicate(c))]
+
+    def posts_in(self, channel: str, thread_ts: str | None = None) -> list[Call]:
+        """chat.postMessage and chat.update calls that landed in a channel (and thread)."""
+        out = []
+        for c in self.calls:
+            if c.method not in ("chat.postMessage", "chat.update") or c.channel != channel:
+                continue
+            if thread_ts is not None:
+                ts = c.thread_ts if c.method == "chat.postMessage" else self._thread_of(channel, c.params.get("ts"))
+                if ts != thread_ts:
+                    continue
+            out.append(c)
+        return out
+
+    def _thread_of(self, channel: str, ts: str | None) -> str | None:
+        msg = self.messages.get(channel, {}).get(str(ts))
+        return (msg or {}).get("thread_ts") or ts
+
+    async def wait_for(self, method: str, predicate: Callable[[Call], bool] | None = None, *,
+                       within: float = 20.0, count: int = 1) -> Call:
+        """The `count`-th call of `method` matching `predicate`, waiting up to `within` seconds."""
+        async def ready() -> Call:
+            async with self._changed:
+                while True:
+                    found = self.calls_to(method, predicate)
+                    if len(found) >= count:
+                        return found[count - 1]
+                    await self._changed.wait()
+        try:
+            return await asyncio.wait_for(ready(), within)
+        except TimeoutError:
+            seen = "\n".join(f"  {c.method} {json.dumps(c.params, default=str)[:300]}" for c in self.calls)
+            raise AssertionError(f"no {method} call (#{count}) matched within {within}s; calls:\n{seen}") from None
+
+    # -- the server --------------------------------------------------------------------------------
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query)
+        if request.method == "POST" and request.can_read_body:
+            raw = await request.read()
+            ctype = request.headers.get("Content-Type", "")
+            if "json" in ctype:
+                params.update(json.loads(raw or b"{}"))
+            elif raw:
+                params.update(dict(parse_qsl(raw.decode())))
+        return params
+
+    async def _record(self, call: Call) -> None:
+        async with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        await self._record(Call("response_url", await self._params(request)))
+        return web.Response(text="ok")
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.get("token")
+        await self._record(Call(method, params, token))
+        queued = self._failures.get(method)
+        if queued:
+            failure = queued.pop(0)
+            return web.json_response({"ok": False, "error": failure.error}, status=failure.status,
+                                     headers=failure.headers)
+        if not token:
+            return web.json_response({"ok": False, "error": "not_authed"})
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        body = handler(params) if handler else {"ok": True}
+        return web.json_response(body)
+
+    def _next_ts(self) -> str:
+        return f"1700000{next(self._ts):03d}.000100"
+
+    # -- methods -----------------------------------------------------------------------------------
+
+    def _m_apps_connections_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
+
+    # -- Socket Mode: a WebSocket that says hello, pushes envelopes, and records the acks ------------
+
+    async def send_socket_event(self, body: dict[str, Any], *, envelope_type: str = "events_api") -> str:
+        envelope_id = f"env-{next(self._ts)}"
+        await self._socket_envelopes.put({"envelope_id": envelope_id, "type": envelope_type, "payload": body,
+                                          "accepts_response_payload": envelope_type != "events_api",
+                                          "retry_attempt": 0, "retry_reason": ""})
+        return envelope_id
+
+    async def _socket_mode(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        await ws.send_json({"type": "hello", "num_connections": 1,
+                            "connection_info": {"app_id": "A0CAIRN"}, "debug_info": {"host": "fake"}})
+
+        async def push() -> None:
+            while True:
+                await ws.send_json(await self._socket_envelopes.get())
+
+        pusher = asyncio.create_task(push())
+        try:
+            async for msg in ws:
+                if msg.type == web.WSMsgType.TEXT:
+                    await self._record(Call("socket_ack", json.loads(msg.data)))
+        finally:
+            pusher.cancel()
+        return ws
+
+    def _m_auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"https://{self.domain}.slack.com/", "team": self.domain.title(), "user": "cairn",
+                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id,
+                "is_enterprise_install": False}
+
+    def _m_chat_postMessage(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = str(p.get("channel"))
+        if channel in self.rejected_channels:
+            return {"ok": False, "error": self.rejected_channels[channel]}
+        if channel.startswith("#"):  # a channel name: Slack resolves it to the id
+            channel = "C" + channel[1:].upper().replace("-", "")
+        ts = self._next_ts()
+        message = {"ts": ts, "text": p.get("text"), "blocks": p.get("blocks"), "thread_ts": p.get("thread_ts"),
+                   "user": self.bot_user_id, "bot_id": self.bot_id}
+        self.messages.setdefault(channel, {})[ts] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _m_chat_update(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = str(p.get("channel")), str(p.get("ts"))
+        message = self.messages.get(channel, {}).get(ts)
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        message.update(text=p.get("text"), blocks=p.get("blocks"))
+        return {"ok": True, "channel": channel, "ts": ts, "text": p.get("text")}
+
+    def _m_chat_postEphemeral(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def _m_chat_getPermalink(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = p.get("channel"), str(p.get("message_ts"))
+        return {"ok": True, "channel": channel,
+                "permalink": f"https://{self.domain}.slack.com/archives/{channel}/p{ts.replace('.', '')}"}
+
+    def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, root = str(p.get("channel")), str(p.get("ts"))
+        msgs = [m for m in self.messages.get(channel, {}).values() if m["ts"] == root or m.get("thread_ts") == root]
+        return {"ok": True, "messages": sorted(msgs, key=lambda m: m["ts"]), "has_more": False}
+
+    def _m_conversations_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        users = str(p.get("users") or "")
+        return {"ok": True, "channel": {"id": "D" + users.split(",")[0].removeprefix("U")}}
+
+    def _m_users_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        user = self.users.get(str(p.get("user")))
+        return {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+
+    def _m_usergroups_list(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "usergroups": [{"id": g, "users": u} for g, u in self.usergroups.items()]}
+
+    def _m_usergroups_users_list(self, p: dict[str, Any]) -> dict[str, Any]:
+        group = str(p.get("usergroup"))
+        if group not in self.usergroups:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": self.usergroups[group]}
+
+    def _m_views_publish(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "view": {"id": "V1", **(p.get("view") or {})}}
+
+    def _m_reactions_add(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True}
+
+    def _m_files_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "file": {"id": p.get("file"), "name": "file.txt", "mimetype": "text/plain"}}
