@@ -193,6 +193,7 @@ def build_escalation_root(escalation: EscalationRecord, *, link: str) -> Message
     if e.transcript.strip():
         transcript = escape(e.transcript.strip())[:SECTION_LIMIT - 40]
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Transcript*\n```{transcript}```"}})
+    blocks.extend(_conflict_blocks(e))
     lines = [_passage_line(n, p) for n, p in enumerate(e.passages, 1)]
     passages = "\n".join(lines) if lines else "_no passages were retrieved_"
     blocks.append({"type": "section", "text": {"type": "mrkdwn",
@@ -200,6 +201,25 @@ def build_escalation_root(escalation: EscalationRecord, *, link: str) -> Message
     blocks.extend(_escalation_status_blocks(e))
     fallback = f"Escalation {e.escalation_id} ({e.reason}) from <@{e.user_id}>: {e.question}"
     return {"text": fallback, "blocks": blocks}
+
+
+def _conflict_blocks(e: EscalationRecord) -> list[dict[str, Any]]:
+    """conflicting_sources: every owner involved, and the contradicting passages side by side."""
+    sides = [p for p in e.passages if p.get("conflict")]
+    if e.reason != "conflicting_sources" or not sides:
+        return []
+    owners = sorted({str(p["owner"]) for p in sides if p.get("owner")})
+    ask = (f"{', '.join(escape(o) for o in owners)}: please confirm which applies."
+           if owners else "No owner is recorded for these documents: please confirm which applies.")
+    fields = []
+    for p in sides[:10]:
+        effective = str(p.get("effective_at") or "")[:10] or "no effective date"
+        fields.append({"type": "mrkdwn", "text": (
+            f"*{escape(str(p.get('title', p.get('doc_id', ''))))}* · {escape(str(p.get('version', '')))}"
+            f" · effective {escape(effective)}\n>{escape(str(p['conflict']))[:800]}\n"
+            f"owner {escape(str(p.get('owner') or 'none'))}")})
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": f"*Conflicting sources* — {ask}"}},
+            {"type": "section", "fields": fields}]
 
 
 def _escalation_status_blocks(e: EscalationRecord) -> list[dict[str, Any]]:

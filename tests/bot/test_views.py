@@ -94,3 +94,21 @@ def test_manifest_installs_what_the_listeners_need() -> None:
     assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/cairn"]
     assert manifest["features"]["app_home"]["home_tab_enabled"]
     assert manifest["features"]["app_home"]["messages_tab_enabled"]
+
+
+def test_conflict_escalation_names_every_owner_and_shows_both_sides() -> None:
+    sides = [
+        {**TRAVEL, "doc_id": "finance/travel", "score": 0.7, "owner": "#travel-team",
+         "effective_at": "2025-01-01T00:00:00+00:00", "conflict": "Boston | USD 250"},
+        {"chunk_id": "acme:ops/events:v1:0002", "doc_id": "ops/events", "title": "Events Team Travel Guide",
+         "version": "v1", "page": None, "heading": "Booking Hotels", "score": 0.8, "owner": "#events-team",
+         "effective_at": "2025-01-01T00:00:00+00:00",
+         "conflict": "The nightly hotel limit in Boston is USD 275 for all staff."},
+    ]
+    msg = build_escalation_root(escalation(reason="conflicting_sources", passages=sides), link="https://x")
+    text = str(msg["blocks"])
+    assert "#travel-team" in text and "#events-team" in text
+    assert "USD 250" in text and "USD 275" in text
+    side_by_side = next(b for b in msg["blocks"] if b.get("fields") and "effective 2025-01-01" in str(b))
+    assert len(side_by_side["fields"]) == 2
+    assert "v3" in side_by_side["fields"][0]["text"] and "v1" in side_by_side["fields"][1]["text"]
