@@ -22,11 +22,20 @@ import numpy as np
 
 # Tuning constants, chosen on a SQuAD 2.0 tuning split (see docs/benchmarks.md).
 SENTENCE_WEIGHT = 0.7  # best sentence vs whole chunk
-COVERAGE_FLOOR = 0.4  # score multiplier when no query term occurs in the chunk
+COVERAGE_FLOOR = 0.2  # score multiplier when no query term occurs in the chunk
 # The multilingual model's cosines run lower than MiniLM's; this maps them onto the same scale so
 # one floor serves both (score = ML_SCALE * cos + ML_SHIFT).
-ML_SCALE = 1.6
-ML_SHIFT = 0.1
+ML_SCALE = 2.2
+ML_SHIFT = -0.2
+# A question that matches some chunk on every term but one, where that one term occurs in none of
+# the same-language candidates: the BM25 legs put any chunk containing a rare term near the top,
+# so the term is, in practice, absent from what the caller may read, and it is what makes the
+# question different ("returns policy for wholesale customers" over a retail-only returns
+# policy). Every score is scaled (the order is kept). Only short questions qualify, where the one
+# term is a large share of the question: paraphrases ("how fast may forklifts drive" for a speed
+# limit, "the meal allowance when I travel overnight") differ in more or smaller ways.
+UNKNOWN_TERM_FACTOR = 0.4
+UNKNOWN_TERM_MAX_KNOWN = 3
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,17 @@ def query_terms(query_vecs: Mapping[str, Any], language: str) -> set[int]:
     return set(sparse.indices) if sparse is not None else set()
 
 
+def unknown_terms(terms: set[int], language: str, candidates: Sequence[Candidate]) -> set[int]:
+    """Question terms found in no candidate of the question's own language (empty if none share it)."""
+    same = [c for c in candidates if c.vectors is not None and (c.lang == language or language == "mixed")]
+    if not terms or not same:
+        return set()
+    seen: set[int] = set()
+    for cand in same:
+        seen.update(json.loads(cand.vectors["terms"]))
+    return terms - seen
+
+
 class SentenceReranker:
     """Best sentence + whole chunk cosine, scaled by how much of the question the chunk covers.
 
@@ -75,7 +95,14 @@ class SentenceReranker:
         q_ml = (np.asarray(query_vecs["dense_ml"], dtype=np.float32)
                 if query_vecs.get("dense_ml") is not None else None)
         terms = query_terms(query_vecs, language)
-        return [self._one(c, language, q_en, q_ml, terms) for c in candidates]
+        scores = [self._one(c, language, q_en, q_ml, terms) for c in candidates]
+        unknown = unknown_terms(terms, language, candidates)
+        known = terms - unknown
+        if len(unknown) != 1 or not 2 <= len(known) <= UNKNOWN_TERM_MAX_KNOWN:
+            return scores
+        if not any(c.vectors is not None and known <= set(json.loads(c.vectors["terms"])) for c in candidates):
+            return scores
+        return [s * UNKNOWN_TERM_FACTOR for s in scores]
 
     def _one(self, cand: Candidate, language: str, q_en: np.ndarray | None, q_ml: np.ndarray | None,
              terms: set[int]) -> float:

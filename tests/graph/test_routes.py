@@ -47,8 +47,6 @@ async def test_below_score_floor_escalates_with_an_interrupt(open_home) -> None:
     assert out.as_json()["route"] == "escalate"
 
 
-@pytest.mark.xfail(strict=False, reason="retrieval calibration: 'wholesale returns' still scores above the "
-                                        "floor against the retail returns policy (retrieval/rerank.py)")
 async def test_wholesale_returns_is_below_the_floor(open_home) -> None:
     async with open_home() as svc:
         out = await svc.runner.ask(session_id="s-wholesale", scope=bob(svc),

@@ -27,7 +27,7 @@ def test_routers_return_node_names() -> None:
 
 @pytest.mark.parametrize("router, state", [
     (route_after_agent, {"messages": [HumanMessage(content="q")]}),
-    (route_after_tools, {"tool_signal": "conflicting_sources"}),
+    (route_after_tools, {"tool_signal": "not_a_signal"}),
     (route_after_tools, {}),
     (route_after_validate, {}),
     (route_after_validate, {"validation": None}),
