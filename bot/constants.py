@@ -21,6 +21,28 @@ BLOCK_ESCALATION_ACTIONS = "cairn_escalation_actions"
 
 # App Home
 BLOCK_HOME_ESCALATIONS = "cairn_home_escalations"
+BLOCK_HOME_DOCUMENTS = "cairn_home_documents"
+BLOCK_HOME_JOBS = "cairn_home_jobs"
+
+# An answer's first block carries its turn id (`cairn_turn:<turn id>`): "Why this answer?" reads it back.
+BLOCK_ANSWER_TURN_PREFIX = "cairn_turn:"
+# Message shortcut on an answer: route, reason, chunks and scores of its turn (admins and the asker).
+CALLBACK_WHY_THIS_ANSWER = "cairn_why_this_answer"
+
+# Documents from Slack (policy owners): the upload modal, how it opens, and withdrawing.
+CALLBACK_UPLOAD_SHORTCUT = "cairn_upload_document"  # global shortcut
+CALLBACK_UPLOAD_MODAL = "cairn_upload_modal"
+ACTION_OFFER_UPLOAD = "cairn_offer_upload"  # button under a file shared in the DM (value: JSON id + name)
+ACTION_HOME_UPLOAD = "cairn_home_upload"  # "Add a document" in App Home
+ACTION_WITHDRAW = "cairn_withdraw_document"  # App Home, with a confirm dialog (value: the doc id)
+BLOCK_UPLOAD_FILE, ACTION_UPLOAD_FILE = "cairn_upload_file", "cairn_upload_file_input"
+BLOCK_UPLOAD_DOC_ID, ACTION_UPLOAD_DOC_ID = "cairn_upload_doc_id", "cairn_upload_doc_id_input"
+BLOCK_UPLOAD_REPLACE, ACTION_UPLOAD_REPLACE = "cairn_upload_replace", "cairn_upload_replace_select"
+BLOCK_UPLOAD_GROUPS, ACTION_UPLOAD_GROUPS = "cairn_upload_groups", "cairn_upload_groups_select"
+BLOCK_UPLOAD_POLICY, ACTION_UPLOAD_POLICY = "cairn_upload_policy", "cairn_upload_policy_input"
+BLOCK_UPLOAD_SENSITIVITY, ACTION_UPLOAD_SENSITIVITY = "cairn_upload_sensitivity", "cairn_upload_sensitivity_select"
+BLOCK_UPLOAD_EFFECTIVE, ACTION_UPLOAD_EFFECTIVE = "cairn_upload_effective", "cairn_upload_effective_date"
+SENSITIVITIES = ("public", "internal", "confidential")
 
 # Session ids of Slack conversations: one per thread.
 SESSION_PREFIX = "slack"

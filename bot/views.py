@@ -20,11 +20,12 @@ from bot.constants import (
     ACTION_TALK_TO_PERSON,
     BLOCK_ANSWER_ACTIONS,
     BLOCK_ANSWER_SOURCES,
+    BLOCK_ANSWER_TURN_PREFIX,
     BLOCK_ESCALATION_ACTIONS,
     BLOCK_HOME_ESCALATIONS,
     SLASH_COMMAND,
 )
-from store.records import EscalationRecord
+from store.records import EscalationRecord, TurnRecord
 
 Message = dict[str, Any]
 
@@ -138,6 +139,7 @@ def build_answer(*, answer: str, citations: Sequence[Mapping[str, Any]], turn_id
     """A validated answer: numbered footnotes, readable sources, a way to a person, and feedback."""
     text, sources = render_citations(answer, citations)
     blocks = _sections(text)
+    blocks[0]["block_id"] = BLOCK_ANSWER_TURN_PREFIX + turn_id  # "Why this answer?" finds the turn here
     if sources:
         blocks.append(_context([escape(s) for s in sources], block_id=BLOCK_ANSWER_SOURCES))
     blocks.append({"type": "actions", "block_id": BLOCK_ANSWER_ACTIONS, "elements": [
@@ -146,9 +148,13 @@ def build_answer(*, answer: str, citations: Sequence[Mapping[str, Any]], turn_id
     return {"text": fallback, "blocks": blocks}
 
 
-def build_notice(text: str) -> Message:
-    """A fixed text from Cairn (abstention, "a person is on it", a closing note): no buttons."""
-    return {"text": text, "blocks": _sections(text)}
+def build_notice(text: str, *, turn_id: str | None = None) -> Message:
+    """A fixed text from Cairn (abstention, "a person is on it", a closing note): no buttons. With the
+    turn it ends, "Why this answer?" works on it too."""
+    blocks = _sections(text)
+    if turn_id:
+        blocks[0]["block_id"] = BLOCK_ANSWER_TURN_PREFIX + turn_id
+    return {"text": text, "blocks": blocks}
 
 
 def build_admin_answer(*, text: str, turn_id: str) -> Message:
@@ -156,6 +162,51 @@ def build_admin_answer(*, text: str, turn_id: str) -> Message:
     blocks = [*_sections(text), {"type": "actions", "block_id": BLOCK_ANSWER_ACTIONS,
                                  "elements": feedback_buttons(turn_id)}]
     return {"text": text, "blocks": blocks}
+
+
+def answer_turn_id(message: Mapping[str, Any]) -> str | None:
+    """The turn behind a message Cairn posted: the first block's id, else the feedback buttons' value."""
+    blocks = message.get("blocks") or []
+    for block in blocks:
+        block_id = str(block.get("block_id") or "")
+        if block_id.startswith(BLOCK_ANSWER_TURN_PREFIX):
+            return block_id.removeprefix(BLOCK_ANSWER_TURN_PREFIX) or None
+    for block in blocks:
+        for element in block.get("elements") or []:
+            if isinstance(element, dict) and element.get("action_id") in (ACTION_FEEDBACK_UP, ACTION_FEEDBACK_DOWN):
+                return str(element.get("value") or "") or None
+    return None
+
+
+def _score(value: object) -> str:
+    return f"{float(value):.3f}" if isinstance(value, int | float) else "-"
+
+
+def build_turn_explanation(turn: TurnRecord) -> Message:
+    """"Why this answer?": the route that fired, the reason, each search's gate and the chunks with
+    their scores, and the answerer — the turn trace, for an admin or the asker."""
+    t: Mapping[str, Any] = turn.trace
+    head = [f"*Why this answer?* (turn `{escape(turn.turn_id)}`)",
+            f"*Question*: {escape(turn.question)[:500]}",
+            f"*Route*: {escape(str(turn.route or '-'))} · *reason*: {escape(reason_label(turn.reason)) if turn.reason else '-'}"
+            f" · *fired*: {escape(str(t.get('route_fired') or '-'))} · *top score*: {_score(turn.top_score)}",
+            f"*Path*: {escape(' → '.join(map(str, t.get('path') or [])) or '-')}"]
+    searches = []
+    for s in t.get("searches") or []:
+        chunks = ", ".join(f"`{escape(str(c.get('chunk_id')))}` {_score(c.get('score'))}"
+                           for c in (s.get("chunks") or [])[:8])
+        searches.append(f"• search “{escape(str(s.get('query') or ''))[:200]}”: gate {escape(str(s.get('gate') or '-'))},"
+                        f" top {_score(s.get('top_score'))}, floor {_score(s.get('min_score'))},"
+                        f" reranker {escape(str(s.get('reranker') or '-'))}" + (f"\n    {chunks}" if chunks else ""))
+    passages = [_passage_line(n, p) for n, p in enumerate(turn.passages, 1)]
+    tail = [f"*Answerer*: {escape(turn.answerer or '-')} · *model*: {escape(turn.model or '-')}"
+            f" · *prompt*: {escape(turn.prompt_version or '-')}"]
+    parts = ["\n".join(head),
+             "*Searches*\n" + ("\n".join(searches) if searches else "_no search ran_"),
+             "*Chunks chosen (after rerank)*\n" + ("\n".join(passages) if passages else "_none_"),
+             "\n".join(tail)]
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": part[:SECTION_LIMIT]}} for part in parts]
+    return {"text": "\n".join(parts)[:SECTION_LIMIT], "blocks": blocks}
 
 
 def build_error(detail: str | None = None) -> Message:
@@ -264,8 +315,14 @@ ADMIN_HELP_TEXT = (
 )
 
 
-def build_help(*, is_admin: bool) -> Message:
-    text = HELP_TEXT + ("\n\n" + ADMIN_HELP_TEXT if is_admin else "")
+OWNER_HELP_TEXT = (
+    f"*Policy owners*: send me a file in our DM, use `{SLASH_COMMAND} upload` or the *Add a policy document* "
+    "shortcut to add or replace a document; App Home lists your documents and uploads."
+)
+
+
+def build_help(*, is_admin: bool, is_owner: bool = False) -> Message:
+    text = HELP_TEXT + ("\n\n" + ADMIN_HELP_TEXT if is_admin else "") + ("\n\n" + OWNER_HELP_TEXT if is_owner else "")
     return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
 
 
@@ -302,8 +359,9 @@ def build_escalation_list(escalations: Sequence[EscalationRecord], now: datetime
 
 
 def build_home(*, is_staff: bool, is_admin: bool, escalations: Sequence[EscalationRecord],
-               now: datetime) -> dict[str, Any]:
-    """The App Home tab: how to ask (everyone); open escalations with age and reason (admins)."""
+               now: datetime, owner_blocks: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The App Home tab: how to ask (everyone); open escalations with age and reason (admins); a policy
+    owner's documents and uploads (`owner_blocks`, from bot/document_views.py)."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Cairn: answers from approved policies"}},
         {"type": "section", "text": {"type": "mrkdwn", "text": HELP_TEXT}},
@@ -319,4 +377,5 @@ def build_home(*, is_staff: bool, is_admin: bool, escalations: Sequence[Escalati
         for e in escalations[:40]:  # a Home view holds at most 100 blocks
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": escalation_line(e, now)}})
         blocks.append(_context([ADMIN_HELP_TEXT]))
-    return {"type": "home", "blocks": blocks}
+    blocks.extend(owner_blocks)
+    return {"type": "home", "blocks": blocks[:100]}

@@ -123,6 +123,17 @@ class AccessPolicy:
                 groups |= owner.groups
         return frozenset(groups)
 
+    def channels_of_owner(self, user_key: str, tenant: str) -> tuple[str, ...]:
+        """The channels the access file gives this owner in this tenant, in file order."""
+        entry = self.find_user(user_key)
+        ids = {user_key} | ({entry.name, entry.slack_id} if entry else set())
+        found = [o.channel for o in self.owners if o.user in ids and o.tenant == tenant and o.channel]
+        return tuple(dict.fromkeys(found))
+
+    def owner_channels(self, tenant: str) -> frozenset[str]:
+        """Every channel some owner of this tenant is reached at."""
+        return frozenset(o.channel for o in self.owners if o.tenant == tenant and o.channel)
+
     def owner_channel_for(self, tenant: str, groups: Iterable[str]) -> str | None:
         wanted = set(groups)
         for owner in self.owners:

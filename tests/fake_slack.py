@@ -9,7 +9,9 @@ tests/mock_web_api_server does: it records every call and answers the methods Ca
 
 Messages posted are kept per channel, so chat.update, conversations.replies and chat.getPermalink
 behave like Slack's. Failures can be injected per method (`fail_next`) or per channel
-(`reject_channel`), including 429 with Retry-After for the retry handlers.
+(`reject_channel`), including 429 with Retry-After for the retry handlers. Files added with
+`add_file` are described by files.info and downloadable from `url_private_download` on this server,
+with the bot token only (without it, like Slack, a sign-in page comes back).
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class FakeSlack:
         self.usergroups: dict[str, list[str]] = {}
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}  # channel → ts → message
         self.rejected_channels: dict[str, str] = {}
+        self.files: dict[str, dict[str, Any]] = {}  # file id → files.info entry plus "data"/"download_status"
+        self._views = itertools.count(1)
         self._failures: dict[str, list[Failure]] = {}
         self._ts = itertools.count(1)
         self._changed = asyncio.Condition()
@@ -101,6 +105,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._handle)
         app.router.add_route("POST", "/response/{key}", self._response_url)
         app.router.add_get("/socket", self._socket_mode)
+        app.router.add_get("/files-pri/{file_id}/{name}", self._download)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -139,6 +144,14 @@ class FakeSlack:
 
     def reject_channel(self, channel: str, error: str = "not_in_channel") -> None:
         self.rejected_channels[channel] = error
+
+    def add_file(self, file_id: str, name: str, data: bytes, *, filetype: str | None = None,
+                 size: int | None = None, download_status: int = 200, user: str | None = None) -> None:
+        """A file someone shared: files.info describes it, its url_private_download serves `data`."""
+        self.files[file_id] = {
+            "id": file_id, "name": name, "title": name, "size": len(data) if size is None else size,
+            "filetype": filetype or name.rsplit(".", 1)[-1], "mimetype": "application/octet-stream",
+            "user": user, "data": data, "download_status": download_status}
 
     # -- inspection --------------------------------------------------------------------------------
 
@@ -315,4 +328,33 @@ class FakeSlack:
         return {"ok": True}
 
     def _m_files_info(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "file": {"id": p.get("file"), "name": "file.txt", "mimetype": "text/plain"}}
+        file = self.files.get(str(p.get("file")))
+        if file is None:
+            return {"ok": True, "file": {"id": p.get("file"), "name": "file.txt", "mimetype": "text/plain"}}
+        url = f"http://127.0.0.1:{self.port}/files-pri/{file['id']}/{file['name']}"
+        info = {k: v for k, v in file.items() if k not in ("data", "download_status")}
+        return {"ok": True, "file": {**info, "url_private": url, "url_private_download": url}}
+
+    async def _download(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+        await self._record(Call("file.download", {"file": file_id}, token))
+        file = self.files.get(file_id)
+        if file is None:
+            return web.Response(status=404, text="not found")
+        if not token:  # Slack answers an unauthenticated download with its sign-in page
+            return web.Response(text="<html><body>Sign in to Slack</body></html>", content_type="text/html")
+        if file["download_status"] != 200:
+            return web.Response(status=file["download_status"], text="error")
+        return web.Response(body=file["data"], content_type="application/octet-stream")
+
+    def _m_views_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        view = p.get("view") or {}
+        view = json.loads(view) if isinstance(view, str) else view
+        return {"ok": True, "view": {"id": f"V{next(self._views):04d}", **view}}
+
+    def _m_views_update(self, p: dict[str, Any]) -> dict[str, Any]:
+        view = p.get("view") or {}
+        view = json.loads(view) if isinstance(view, str) else view
+        return {"ok": True, "view": {"id": p.get("view_id") or f"V{next(self._views):04d}", **view}}

@@ -26,6 +26,7 @@ from typing import Any
 import uvicorn
 
 from bot.commands.common import CommandError, local_services
+from bot.job_status import JobStatusNotifier
 from bot.services import Services, running_server, server_file
 from bot.settings import Settings
 
@@ -94,11 +95,21 @@ async def presence(settings: Settings, *, port: int, mode: str | None) -> AsyncI
                 path.unlink()
 
 
-async def ingestion_worker(services: Services, *, interval_s: float = INGEST_POLL_S) -> None:
-    """Process the jobs CLI commands hand over (and any left from a crash), every few seconds."""
+async def ingestion_pass(services: Services, notifier: JobStatusNotifier | None = None) -> list[Any]:
+    """Run every runnable job; with Slack, keep each upload's status message in step with its job row
+    (at each step, and a catch-up afterwards for messages a crash or a Slack failure left behind)."""
+    done = await services.ingestor.run_pending(on_progress=notifier)
+    if notifier is not None:
+        await notifier.catch_up()
+    return done
+
+
+async def ingestion_worker(services: Services, *, interval_s: float = INGEST_POLL_S,
+                           notifier: JobStatusNotifier | None = None) -> None:
+    """Process the jobs CLI commands and Slack uploads hand over (and any left from a crash), every few seconds."""
     while True:
         try:
-            done = await services.ingestor.run_pending()
+            done = await ingestion_pass(services, notifier)
             for result in done:
                 log.info("ingest %s: %s", getattr(result, "doc_id", "?"), getattr(result, "status", "?"))
         except asyncio.CancelledError:
@@ -172,7 +183,8 @@ async def run_server(settings: Settings, services: Services, *, mode: str | None
     http_app = build_http(services, slack_app if mode == "http" else None)
     # log_config=None: the CLI configured logging; uvicorn must not replace it.
     server = _Server(uvicorn.Config(http_app, host=host, port=port, log_config=None, lifespan="on"))
-    tasks = [asyncio.create_task(ingestion_worker(services), name="ingestion-worker"),
+    notifier = JobStatusNotifier(client=slack_app.client, jobs=services.jobs) if slack_app else None
+    tasks = [asyncio.create_task(ingestion_worker(services, notifier=notifier), name="ingestion-worker"),
              # APScheduler jobs (bot/jobs.py): classifier, expiry, weekly digest, publish-by-date, retention
              asyncio.create_task(run_jobs(services, slack_client=slack_app.client if slack_app else None),
                                  name="jobs"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.listeners import actions, commands, home, mentions, messages
+from bot.listeners import actions, commands, documents, home, mentions, messages, shortcuts
 from bot.listeners.flow import SlackServices
 
-SURFACES = (messages, mentions, actions, commands, home)
+SURFACES = (messages, mentions, actions, commands, home, documents, shortcuts)
 
 
 def register_listeners(app: AsyncApp, services: SlackServices) -> None:

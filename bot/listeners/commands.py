@@ -1,5 +1,5 @@
-"""`/cairn`: `ask <question>` (answered in the user's DM with Cairn), `help`, and for admins
-`escalations` and `resolve ID`."""
+"""`/cairn`: `ask <question>` (answered in the user's DM with Cairn), `help`, for policy owners
+`upload` (the upload modal), and for admins `escalations` and `resolve ID`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.constants import SLASH_COMMAND
+from bot.document_views import OWNER_ONLY_TEXT
+from bot.listeners.documents import open_upload_modal
 from bot.listeners.flow import Ask, SlackServices, answer_in_thread, first_delivery, turn_id_for
 from bot.views import build_escalation_list, build_help, escape
 from store.db import utcnow
@@ -44,6 +46,12 @@ def register(app: AsyncApp, services: SlackServices) -> None:
             scope = await services.identity.resolve(user_id, event_team_id=command.get("team_id"))
             if verb == "ask" and rest:
                 await _ask(services, client, command, rest)
+            elif verb == "upload":
+                async def refuse() -> None:
+                    await respond(text=OWNER_ONLY_TEXT, response_type="ephemeral")
+
+                await open_upload_modal(services, client, user_id=user_id, trigger_id=str(command.get("trigger_id")),
+                                        team_id=command.get("team_id"), refuse=refuse)
             elif verb == "escalations":
                 if not scope.is_admin and core.access.admins_listed:
                     await respond(text="Only Cairn admins can list escalations.", response_type="ephemeral")
@@ -53,7 +61,8 @@ def register(app: AsyncApp, services: SlackServices) -> None:
             elif verb == "resolve" and rest:
                 await respond(text=await _resolve(services, user_id, rest.split()[0]), response_type="ephemeral")
             else:
-                await respond(response_type="ephemeral", **build_help(is_admin=scope.is_admin))
+                is_owner = bool(core.access.owned_groups(user_id, scope.tenant_id)) and scope.audience == "staff"
+                await respond(response_type="ephemeral", **build_help(is_admin=scope.is_admin, is_owner=is_owner))
 
     app.command(SLASH_COMMAND)(ack=acknowledge, lazy=[run])
 

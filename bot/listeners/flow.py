@@ -189,7 +189,7 @@ async def show_outcome(services: SlackServices, client: AsyncWebClient, ask: Ask
         message = build_answer(answer=outcome.answer, citations=outcome.citations, turn_id=outcome.turn_id,
                                session_id=outcome.session_id)
     else:
-        message = build_notice(outcome.answer)
+        message = build_notice(outcome.answer, turn_id=outcome.turn_id)
     await client.chat_update(channel=ask.channel, ts=placeholder_ts, **message)
     if outcome.escalation is None or outcome.route not in ("escalate", "error", "escalate_pending"):
         return

@@ -5,6 +5,7 @@ Which messages Cairn answers:
 - every person's message in its DM (`message.im`);
 - top-level messages and thread replies in `CAIRN_ASK_CHANNELS`;
 - replies in a thread where Cairn already has a conversation (no need to mention it again).
+A file shared in Cairn's DM by a policy owner is an upload, not a question (bot/listeners/documents.py).
 A message that mentions Cairn in a channel is left to the `app_mention` listener (Slack sends both).
 A reply in an escalation thread goes to the user as the person's answer.
 """
@@ -18,6 +19,7 @@ from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.constants import session_id_for
+from bot.listeners.documents import offer_files
 from bot.listeners.flow import (
     Ask,
     SlackServices,
@@ -59,6 +61,11 @@ async def _on_message(services: SlackServices, client: AsyncWebClient, body: dic
     thread_ts = event.get("thread_ts")
     raw_text = str(event.get("text") or "")
     team_id = str(body.get("team_id") or context.team_id or "")
+
+    if event.get("subtype") == "file_share" and event.get("channel_type") == "im" and event.get("files"):
+        if await offer_files(services, client, user_id=str(event["user"]), channel=channel, files=event["files"],
+                             team_id=event.get("user_team") or event.get("team"), refuse=not raw_text.strip()):
+            return  # an owner's upload (or a bare file from someone else): not a question
 
     if thread_ts and thread_ts != ts:
         escalation = await core.conversations.find_escalation(channel=channel, thread_ts=str(thread_ts))

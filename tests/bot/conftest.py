@@ -143,6 +143,13 @@ class Cairn:
         body = urlencode({"payload": json.dumps(payload)})
         return await self.post(body, content_type="application/x-www-form-urlencoded", **kw)
 
+    async def interact(self, payload: dict[str, Any], *, user: str = BOB, **kw: Any) -> httpx.Response:
+        """Any interactive payload (view_submission, block_suggestion, shortcut…), as Slack posts it."""
+        payload = {"team": {"id": TEAM, "domain": "larkspur"}, "api_app_id": "A0CAIRN", "token": "legacy",
+                   "user": {"id": user, "username": ACCESS_USERS.get(user, user), "team_id": TEAM}, **payload}
+        body = urlencode({"payload": json.dumps(payload)})
+        return await self.post(body, content_type="application/x-www-form-urlencoded", **kw)
+
     async def command(self, text: str, *, user: str = BOB, channel: str = "C0GENERAL") -> httpx.Response:
         body = urlencode({"token": "legacy", "team_id": TEAM, "team_domain": "larkspur", "channel_id": channel,
                           "channel_name": "general", "user_id": user, "user_name": ACCESS_USERS.get(user, user),

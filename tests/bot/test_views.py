@@ -8,7 +8,14 @@ from pathlib import Path
 
 import yaml
 
-from bot.constants import ACTION_CLAIM, ACTION_RESOLVE, parse_session_id, session_id_for
+from bot.constants import (
+    ACTION_CLAIM,
+    ACTION_RESOLVE,
+    CALLBACK_UPLOAD_SHORTCUT,
+    CALLBACK_WHY_THIS_ANSWER,
+    parse_session_id,
+    session_id_for,
+)
 from bot.views import build_answer, build_escalation_root, build_home, render_citations, source_label
 from store.records import EscalationRecord
 
@@ -89,7 +96,10 @@ def test_manifest_installs_what_the_listeners_need() -> None:
             "commands"} <= scopes
     settings = manifest["settings"]
     assert set(settings["event_subscriptions"]["bot_events"]) == {
-        "app_mention", "message.im", "message.channels", "message.groups", "app_home_opened"}
+        "app_mention", "message.im", "message.channels", "message.groups", "app_home_opened", "file_shared"}
+    shortcuts = {s["callback_id"]: s["type"] for s in manifest["features"]["shortcuts"]}
+    assert shortcuts == {CALLBACK_WHY_THIS_ANSWER: "message", CALLBACK_UPLOAD_SHORTCUT: "global"}
+    assert "upload" in manifest["features"]["slash_commands"][0]["usage_hint"]
     assert settings["interactivity"]["is_enabled"] and settings["socket_mode_enabled"]
     assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/cairn"]
     assert manifest["features"]["app_home"]["home_tab_enabled"]
@@ -112,3 +122,33 @@ def test_conflict_escalation_names_every_owner_and_shows_both_sides() -> None:
     side_by_side = next(b for b in msg["blocks"] if b.get("fields") and "effective 2025-01-01" in str(b))
     assert len(side_by_side["fields"]) == 2
     assert "v3" in side_by_side["fields"][0]["text"] and "v1" in side_by_side["fields"][1]["text"]
+
+
+def test_job_status_is_rendered_from_the_row_alone() -> None:
+    from bot.document_views import build_job_status
+    from store.records import JobRecord
+
+    def job(state: str, **kw: object) -> JobRecord:
+        base = dict(job_id="j", tenant_id="t", doc_id="ops/parking", source_path="parking.md", raw_path="r",
+                    content_hash="h", options={"effective": "2027-01-01"}, state=state, attempts=1, last_error=None,
+                    version="v2", outcome=None, requested_by="U", notify=None, created_at="c", updated_at="u")
+        return JobRecord(**{**base, **kw})  # type: ignore[arg-type]
+
+    assert "✓ parsing → *embedding…* → indexing → published" in build_job_status(job("embedding"), max_attempts=3)["text"]
+    assert "is published" in build_job_status(job("published", outcome="published"), max_attempts=3)["text"]
+    assert "2027-01-01" in build_job_status(job("published", outcome="scheduled"), max_attempts=3)["text"]
+    assert "retries automatically" in build_job_status(job("failed", last_error="boom"), max_attempts=3)["text"]
+    dead = build_job_status(job("dead", last_error="it needs OCR"), max_attempts=3)["text"]
+    assert "it needs OCR" in dead and "fix the file" in dead
+    exhausted = build_job_status(job("dead", attempts=3, last_error="Timeout"), max_attempts=3)["text"]
+    assert "after 3 attempts" in exhausted
+
+
+def test_an_answer_carries_its_turn_id() -> None:
+    from bot.views import answer_turn_id, build_admin_answer
+
+    msg = build_answer(answer="Hotels [acme:finance/travel:v3:0007].", citations=[TRAVEL], turn_id="t-9",
+                       session_id="slack:T:C:1.2")
+    assert answer_turn_id(msg) == "t-9"
+    assert answer_turn_id(build_admin_answer(text="Answer from Adam: yes", turn_id="t-8")) == "t-8"
+    assert answer_turn_id({"blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]}) is None
