@@ -59,6 +59,8 @@ class Embedder:
     def __init__(self, *, multilingual: bool = True, model_dir: Path | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # stderr stays readable for CLI users
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         self.multilingual = multilingual
         self.model_dir = model_dir or bundled_model_dir()
         self._use_lock = threading.Lock()

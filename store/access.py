@@ -99,6 +99,10 @@ class AccessPolicy:
 
     # -- lookups ------------------------------------------------------------------------------
 
+    def groups_of(self, tenant: str) -> frozenset[str]:
+        """A tenant's groups; one the file does not list has just `everyone` and the customer group."""
+        return self.tenants.get(tenant, frozenset({EVERYONE, self.customer_group}))
+
     def find_user(self, key: str) -> UserEntry | None:
         """By name (`--as alice`) or by Slack user id."""
         if key in self.users:

@@ -103,7 +103,10 @@ def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
 def _options(args: argparse.Namespace, access: AccessPolicy) -> DocumentOptions:
     tenant = args.tenant or access.default_tenant
     if tenant not in access.tenants:
-        raise CommandError(f"unknown tenant {tenant!r}; the access file defines: {', '.join(sorted(access.tenants))}")
+        # An operator may load a tenant before its users are listed; say so, since nobody can read
+        # it until the access file names that tenant's users (or its Slack workspace).
+        print(f"note: tenant {tenant!r} is not in the access file (it defines: {', '.join(sorted(access.tenants))}); "
+              "its documents are readable once users of that tenant are listed there", file=sys.stderr)
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip()) if args.groups else None
     return DocumentOptions(tenant_id=tenant, groups=groups, policy_id=args.policy_id, owner=args.owner,
                            sensitivity=args.sensitivity, effective=args.effective, expires=args.expires,
@@ -154,7 +157,7 @@ async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Pla
         jobs = Jobs(db)
         submitter = Submitter(catalog=Catalog(db), jobs=jobs, raw_root=settings.raw_path,
                               max_bytes=settings.max_file_bytes,
-                              allowed_groups=lambda t: access.tenants.get(t, frozenset()))
+                              allowed_groups=access.groups_of)
         outcomes = await _submit_all(submitter, planned, options)
         if not quiet:
             print("cairn serve holds the index: jobs handed to its worker; following progress…", file=sys.stderr)
