@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,6 +29,7 @@ DENSE_ML = "dense_ml"
 SPARSE_EN = "sparse_en"
 SPARSE_AR = "sparse_ar"
 DENSE_SIZES = {DENSE: 384, DENSE_ML: 512}
+SENTENCE_CACHE_SIZE = 20_000  # ≈ 30 MB of MiniLM vectors
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class Embedder:
         self.multilingual = multilingual
         self.model_dir = model_dir or bundled_model_dir()
         self._use_lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._sentence_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @cached_property
     def model(self) -> Any:
@@ -160,9 +164,26 @@ class Embedder:
         return set(self.bm25[name].embed_query(text).indices)
 
     def encode_sentences(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised MiniLM vectors, for sentence-level reranking and topic matching."""
-        return self.model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                 show_progress_bar=False, convert_to_numpy=True)
+        """Normalised MiniLM vectors, for answer extraction and topic matching.
+
+        Policy sentences recur across turns (many people ask about the same few policies), so
+        vectors are kept in a bounded per-process cache and only unseen texts are encoded.
+        """
+        missing = list(dict.fromkeys(t for t in texts if t not in self._sentence_cache))
+        if missing:
+            fresh = self.model.encode(missing, batch_size=64, normalize_embeddings=True,
+                                      show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
+            with self._cache_lock:
+                for text, vec in zip(missing, fresh, strict=True):
+                    self._sentence_cache[text] = vec
+                    self._sentence_cache.move_to_end(text)
+                while len(self._sentence_cache) > SENTENCE_CACHE_SIZE:
+                    self._sentence_cache.popitem(last=False)
+        local = {t: self._sentence_cache.get(t) for t in texts}
+        if any(v is None for v in local.values()):  # evicted meanwhile by a concurrent caller
+            return self.model.encode(list(texts), batch_size=64, normalize_embeddings=True,
+                                     show_progress_bar=False, convert_to_numpy=True)
+        return np.stack([local[t] for t in texts]) if texts else np.zeros((0, DENSE_SIZES[DENSE]), np.float32)
 
     def encode_multilingual(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode_use(texts)
