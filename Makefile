@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# The sample access file unless one is configured (environment or .env).
+run: export CAIRN_ACCESS_FILE := $(or $(CAIRN_ACCESS_FILE),$(shell grep -s '^CAIRN_ACCESS_FILE=' .env | cut -d= -f2-),sample/access.yml)
 run: $(STAMP)
 	$(BIN)/cairn ingest sample/handbook --tenant larkspur
 	@if [ -n "$$SLACK_BOT_TOKEN" ] && [ -n "$$SLACK_APP_TOKEN" ]; then \
