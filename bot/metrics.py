@@ -62,6 +62,11 @@ class Metrics:
     def turn(self, route: str, reason: str | None) -> None:
         self.turns.labels(route=route or "unknown", reason=reason or "none").inc()
 
+    def record_turn(self, route: str, reason: str | None, seconds: float) -> None:
+        """The runner's per-turn hook: one count by route and reason, one latency sample."""
+        self.turn(route, reason)
+        self.observe_latency("turn", seconds)
+
     def count(self, event: str, label: str) -> None:
         if event == "leg_timeout":
             self.leg_timeouts.labels(leg=label).inc()

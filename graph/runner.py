@@ -20,6 +20,7 @@ import logging
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -83,10 +84,13 @@ def _citations(answer: str, passages: list[Passage]) -> list[dict[str, object]]:
 
 
 class ConversationRunner:
-    def __init__(self, *, graph: Any, conversations: ConversationStore, answerer: Answerer | None = None) -> None:
+    def __init__(self, *, graph: Any, conversations: ConversationStore, answerer: Answerer | None = None,
+                 on_turn: Callable[[str, str | None, float], None] | None = None) -> None:
         self.graph = graph
         self.conversations = conversations
         self.answerer = answerer
+        # (route, reason, seconds) after every user turn: the server's metrics listen here.
+        self.on_turn = on_turn
         # One turn at a time per session, one delivery at a time per escalation (in this process;
         # across processes the store's idempotency keys decide). Unused locks are dropped.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -118,8 +122,11 @@ class ConversationRunner:
             except Exception:
                 log.exception("turn %s failed", turn_id)
                 outcome = await self._error_outcome(session_id, scope, question, language, turn_id)
-            timings = {"total_ms": round((time.perf_counter() - started) * 1000, 2)}
+            elapsed = time.perf_counter() - started
+            timings = {"total_ms": round(elapsed * 1000, 2)}
             await self._record(outcome, scope, question, surface, timings)
+        if self.on_turn is not None:
+            self.on_turn(outcome.route, outcome.reason, elapsed)
         return outcome
 
     async def _run_turn(self, session_id: str, scope: Scope, question: str, language: str,

@@ -242,3 +242,11 @@ async def test_api_request_metrics_are_labelled_by_route_template_not_raw_path(a
     text = (await api.client.get("/metrics")).text
     assert 'cairn_api_requests_total{route="unmatched",status="404"} 3.0' in text
     assert "/v1/x1" not in text
+
+
+async def test_a_turn_through_the_runner_is_counted_by_route_and_reason(api: Api) -> None:
+    scope = api.services.access.resolve_cli("bob")
+    await api.services.runner.ask(session_id="s-metrics", scope=scope, question="I want to talk to a person")
+    text = (await api.client.get("/metrics")).text
+    assert 'cairn_turns_total{reason="user_requested_human",route="escalate"} 1.0' in text
+    assert 'cairn_latency_seconds_count{kind="turn"} 1.0' in text
