@@ -166,13 +166,10 @@ class Ingestor:
         return results
 
     async def run_job(self, job: JobRecord, *, on_progress: ProgressCallback | None = None) -> FileOutcome:
-        async def step(state: str, version: str | None = None) -> None:
-            await self.jobs.advance(job_id=job.job_id, state=state, version=version)
+        async def step(state: str, version: str | None = None, outcome: str | None = None) -> None:
+            await self.jobs.advance(job_id=job.job_id, state=state, version=version, outcome=outcome)
             if on_progress is not None:
-                current = await self.jobs.get(job_id=job.job_id)
-                maybe = on_progress(current or job, state)
-                if asyncio.iscoroutine(maybe):
-                    await maybe
+                await _notify(on_progress, await self.jobs.get(job_id=job.job_id) or job, state)
 
         options = _options_from(job.options)
         version: str | None = job.version
@@ -245,12 +242,7 @@ class Ingestor:
             outcome = await self.catalog.publish_version(tenant_id=job.tenant_id, doc_id=job.doc_id,
                                                          version=version)
             final = "published" if outcome.published else "scheduled"
-            await self.jobs.advance(job_id=job.job_id, state="published", version=version, outcome=final)
-            if on_progress is not None:
-                current = await self.jobs.get(job_id=job.job_id)
-                maybe = on_progress(current or job, "published")
-                if asyncio.iscoroutine(maybe):
-                    await maybe
+            await step("published", version, outcome=final)
             return FileOutcome(path=job.source_path, doc_id=job.doc_id, status=final, version=version,
                                chunks=len(chunks), job_id=job.job_id)
         except (ParseError, IngestError) as exc:
@@ -402,8 +394,9 @@ def _as_instant(value: object) -> str | None:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-async def _notify(on_progress: ProgressCallback | None, job: JobRecord) -> None:
+async def _notify(on_progress: ProgressCallback | None, job: JobRecord, state: str | None = None) -> None:
+    """Call a progress callback, sync or async, with the job and its (new) state."""
     if on_progress is not None:
-        maybe = on_progress(job, job.state)
+        maybe = on_progress(job, state or job.state)
         if asyncio.iscoroutine(maybe):
             await maybe
