@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ class VectorIndex(Protocol):
     def search(self, *, vector_name: str, vector: object, tenant_id: str, groups: Iterable[str],
                limit: int, exclude: Sequence[str] = ()) -> list[Hit]: ...
     def count(self) -> int: ...
+    def filter_indexes(self) -> set[str]: ...
     def close(self) -> None: ...
 
 
@@ -79,6 +81,25 @@ class EdgeIndex:
                 ) from exc
             raise
         self.dense_names = tuple(dense_names)
+        self._ensure_filter_indexes()
+
+    def _ensure_filter_indexes(self) -> None:
+        """Every search filters on tenant and groups; without payload indexes on them a dense leg
+        scans every point's payload (~50 ms at 10k chunks instead of under 1 ms). Shards made
+        before the indexes existed get them on load."""
+        qe = self._qe
+        present = set(self._shard.info().payload_schema or {})
+        wanted = {"tenant_id": qe.KeywordIndexParams(is_tenant=True), "groups": qe.PayloadSchemaType.Keyword}
+        missing = {field: schema for field, schema in wanted.items() if field not in present}
+        if not missing:
+            return
+        with self._lock:
+            for field, schema in missing.items():
+                self._shard.update(qe.UpdateOperation.create_field_index(field, schema))
+            self._shard.flush()
+
+    def filter_indexes(self) -> set[str]:
+        return set(self._shard.info().payload_schema or {})
 
     def _vector(self, value: object) -> object:
         if isinstance(value, Sparse):
@@ -159,6 +180,21 @@ class ServerIndex:
                 sparse_vectors_config={n: models.SparseVectorParams(modifier=models.Modifier.IDF)
                                        for n in (SPARSE_EN, SPARSE_AR)},
             )
+        self._ensure_filter_indexes()
+
+    def _ensure_filter_indexes(self) -> None:
+        m = self._m
+        present = set(self._client.get_collection(self.collection).payload_schema or {})
+        wanted = {"tenant_id": m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True),
+                  "groups": m.PayloadSchemaType.KEYWORD}
+        for field, schema in wanted.items():
+            if field not in present:
+                with warnings.catch_warnings():  # qdrant-client's local mode has no payload indexes
+                    warnings.filterwarnings("ignore", message="Payload indexes have no effect")
+                    self._client.create_payload_index(self.collection, field, field_schema=schema, wait=True)
+
+    def filter_indexes(self) -> set[str]:
+        return set(self._client.get_collection(self.collection).payload_schema or {})
 
     @classmethod
     def connect(cls, url: str, *, api_key: str | None, collection: str,

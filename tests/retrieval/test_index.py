@@ -179,3 +179,34 @@ def test_edge_index_persists_and_refuses_a_second_opener(tmp_path: Path) -> None
         assert reopened.count() == 6
     finally:
         reopened.close()
+
+
+def test_edge_index_filters_through_payload_indexes_on_tenant_and_groups(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path / "index")
+    try:
+        assert {"tenant_id", "groups"} <= index.filter_indexes()
+    finally:
+        index.close()
+
+
+def test_a_shard_made_without_filter_indexes_gets_them_on_load_and_answers_the_same(tmp_path: Path) -> None:
+    import qdrant_edge as qe
+
+    path = tmp_path / "index"
+    old = qe.EdgeShard.create(str(path), qe.EdgeConfig(
+        vectors={n: qe.EdgeVectorParams(size=DENSE_SIZES[n], distance=qe.Distance.Cosine) for n in (DENSE, DENSE_ML)},
+        sparse_vectors={n: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for n in (SPARSE_EN, SPARSE_AR)},
+    ))
+    old.close()
+    index = EdgeIndex(path)
+    try:
+        assert {"tenant_id", "groups"} <= index.filter_indexes()
+        points = _points()
+        index.upsert(points)
+        hits = index.search(vector_name=DENSE, vector=points[0].vectors[DENSE], tenant_id="acme",
+                            groups=["everyone"], limit=10)
+        assert hits and hits[0].point_id == points[0].point_id
+        assert {h.point_id for h in hits} == {p.point_id for p in points
+                                             if p.payload["tenant_id"] == "acme" and "everyone" in p.payload["groups"]}
+    finally:
+        index.close()
