@@ -48,6 +48,7 @@ from bot.api_auth import (
 from bot.budgets import Budgets
 from bot.controls import KINDS, Controls
 from bot.metrics import CONTENT_TYPE, Metrics
+from store.disk import disk_status
 from store.records import Scope
 
 log = logging.getLogger(__name__)
@@ -238,7 +239,8 @@ def create_http_app(services: Any, *, slack_handler: SlackRequestHandler | None 
              responses={503: {"model": Readiness}})
     async def readyz() -> JSONResponse:
         checks = {"store": await _check_store(services.db), "index": await _check_index(services.index),
-                  "model": model_status()}
+                  "model": model_status(),
+                  "disk": disk_status(services.settings.cairn_home, services.settings.min_free_disk_mb)}
         ready = all(v == "ok" for v in checks.values())
         paused: list[str] = [k for k in KINDS if await controls.is_paused(k)]
         body = Readiness(status="ready" if ready else "not_ready", checks=checks, paused=paused)

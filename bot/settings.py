@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=400, alias="CAIRN_CHUNK_TOKENS")
     chunk_overlap: int = Field(default=50, alias="CAIRN_CHUNK_OVERLAP")
     job_max_attempts: int = Field(default=3, alias="CAIRN_JOB_MAX_ATTEMPTS")
+    min_free_disk_mb: int = Field(default=256, ge=0, alias="CAIRN_MIN_FREE_DISK_MB")
 
     escalation_deadline_hours: float = Field(default=24.0, alias="CAIRN_ESCALATION_DEADLINE_HOURS")
     digest_day: str = Field(default="mon", alias="CAIRN_DIGEST_DAY")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 
 import httpx
 import pytest
@@ -111,7 +112,8 @@ async def test_the_environment_pause_cannot_be_lifted_by_the_table(handbook: Ser
 async def test_healthz_and_readyz(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (await api.client.get("/healthz")).json() == {"status": "ok"}
     r = await api.client.get("/readyz")
-    assert r.status_code == 200 and r.json()["checks"] == {"store": "ok", "index": "ok", "model": "ok"}
+    assert r.status_code == 200
+    assert r.json()["checks"] == {"store": "ok", "index": "ok", "model": "ok", "disk": "ok"}
 
     def down() -> int:
         raise OSError("shard gone")
@@ -120,6 +122,14 @@ async def test_healthz_and_readyz(api: Api, monkeypatch: pytest.MonkeyPatch) -> 
     r = await api.client.get("/readyz")
     assert r.status_code == 503 and r.json()["checks"]["index"] == "error: OSError"
     assert (await api.client.get("/healthz")).status_code == 200  # liveness does not depend on it
+
+
+async def test_readyz_reports_low_disk_before_the_index_can_crash_on_it(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api.services.settings, "min_free_disk_mb", 10**12)
+    r = await api.client.get("/readyz")
+    assert r.status_code == 503
+    assert re.fullmatch(r"low: \d+ MB free under .+, at least 1000000000000 MB needed", r.json()["checks"]["disk"])
 
 
 async def test_metrics_expose_turns_legs_rerank_latency_and_open_escalations(api: Api) -> None:
