@@ -38,6 +38,7 @@ class Section:
 def sections() -> list[Section]:
     from bench.api_latency import section_api
     from bench.calibrate import section_calibrate
+    from bench.conflicts import section_conflicts
     from bench.ingest import section_ingest
     from bench.latency import section_latency
     from bench.retrieval import section_arcd, section_handbooks, section_squad, section_xquad
@@ -54,6 +55,8 @@ def sections() -> list[Section]:
         Section("slack_ack", "Slack event ack latency under 50 concurrent signed questions (issue 5)",
                 section_slack_ack),
         Section("api", "POST /v1/retrieve p50/p95 at 20 clients over loopback (issue 7)", section_api),
+        Section("conflicts", "conflict detector: false alarms on single-answer handbook questions, sample "
+                "conflict and ordered pairs", section_conflicts),
     ]
 
 

@@ -5,7 +5,7 @@ date) are answered with the value that applies."""
 from __future__ import annotations
 
 from graph.messages import abstention
-from tests.graph.conftest import bob
+from tests.graph.conftest import LONDON, bob
 
 
 async def test_boston_hotel_limit_conflict_is_held_and_escalated(open_home) -> None:
@@ -45,3 +45,21 @@ async def test_later_effective_date_orders_the_pair(open_home) -> None:
     assert "0.62" in out.answer and "[larkspur:finance/mileage-2026:" in out.answer
     # the superseded travel-policy mileage passage is not quoted
     assert "[larkspur:finance/travel:" not in out.answer
+
+
+async def test_supersedes_orders_the_pair_when_the_old_policy_says_less_of_the_question(open_home) -> None:
+    async with open_home() as svc:
+        out = await svc.runner.ask(session_id="s-mileage-car", scope=bob(svc),
+                                   question="What is the current mileage rate for driving my own car on company "
+                                            "business?")
+    assert (out.route, out.reason) == ("answer", None)
+    assert "0.62" in out.answer and "[larkspur:finance/travel:" not in out.answer
+
+
+async def test_another_city_is_not_held_by_the_boston_conflict(open_home) -> None:
+    # The London question retrieves both Boston passages (same table, same "nightly hotel limit"
+    # words); their own subject is Boston, not what was asked.
+    async with open_home() as svc:
+        out = await svc.runner.ask(session_id="s-london", scope=bob(svc), question=LONDON)
+    assert (out.route, out.reason) == ("answer", None) and out.interrupt is None
+    assert "GBP 210" in out.answer
