@@ -179,6 +179,10 @@ def build_job_status(job: JobRecord, *, max_attempts: int) -> Message:
         text = (f":warning: {head}: attempt {job.attempts} of {max_attempts} failed ({error}). Cairn retries "
                 "automatically; nothing is published until it succeeds and the current version (if any) keeps "
                 "answering.")
+    elif job.state == "cancelled":
+        reason = escape(job.last_error or "cancelled")
+        text = (f":no_entry_sign: {head}: cancelled: {reason}. Nothing from this upload was published; upload "
+                "it again to bring the document back.")
     elif job.state == "dead" and job.attempts < max_attempts:  # a problem with the file: retrying won't help
         text = (f":x: {head} failed: {error}\n*What to do*: fix the file and upload it again. Nothing was "
                 "published; the current version (if any) keeps answering.")
@@ -196,13 +200,15 @@ def build_job_status(job: JobRecord, *, max_attempts: int) -> Message:
 
 JOB_ICONS = {"queued": ":inbox_tray:", "parsing": ":hourglass_flowing_sand:", "embedding": ":hourglass_flowing_sand:",
              "indexing": ":hourglass_flowing_sand:", "published": ":white_check_mark:",
-             "unchanged": ":white_check_mark:", "failed": ":warning:", "dead": ":x:", "withdrawn": ":wastebasket:"}
+             "unchanged": ":white_check_mark:", "failed": ":warning:", "dead": ":x:", "withdrawn": ":wastebasket:",
+             "cancelled": ":no_entry_sign:"}
 
 
 def job_line(job: JobRecord, now: datetime) -> str:
     state = job.outcome if job.state == "published" and job.outcome else job.state
     version = f" {escape(job.version)}" if job.version else ""
-    error = f" — {escape(job.last_error)[:200]}" if job.state in ("failed", "dead") and job.last_error else ""
+    error = (f" — {escape(job.last_error)[:200]}" if job.state in ("failed", "dead", "cancelled") and job.last_error
+             else "")
     return (f"{JOB_ICONS.get(job.state, '')} `{escape(job.doc_id)}`{version} · {escape(state)} · "
             f"{escape(job.source_path)} · {format_age(job.created_at, now)} ago{error}")
 

@@ -34,10 +34,15 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[JobRecord, str], Awaitable[None] | None]
 _DOC_ID = re.compile(r"^[\w\-.\u0600-\u06FF]+(/[\w\-.\u0600-\u06FF]+)*$")
 EMBED_BATCH = 64
+WITHDRAWN = "document withdrawn"  # why a withdrawal cancels its document's unfinished jobs
 
 
 class IngestError(ValueError):
     """A per-file problem the user must fix; shown as-is."""
+
+
+class JobCancelled(Exception):
+    """The job was cancelled while this worker ran it (its document was withdrawn)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class DocumentOptions:
 class FileOutcome:
     path: str
     doc_id: str | None
-    status: str  # queued | unchanged | published | scheduled | failed | dead | rejected
+    status: str  # queued | unchanged | published | scheduled | failed | dead | cancelled | rejected
     version: str | None = None
     chunks: int = 0
     message: str | None = None
@@ -167,12 +172,15 @@ class Ingestor:
 
     async def run_job(self, job: JobRecord, *, on_progress: ProgressCallback | None = None) -> FileOutcome:
         async def step(state: str, version: str | None = None, outcome: str | None = None) -> None:
-            await self.jobs.advance(job_id=job.job_id, state=state, version=version, outcome=outcome)
+            # Each step checks the job is still wanted: a withdrawal cancels it while it runs.
+            if not await self.jobs.advance(job_id=job.job_id, state=state, version=version, outcome=outcome):
+                raise JobCancelled(job.job_id)
             if on_progress is not None:
                 await _notify(on_progress, await self.jobs.get(job_id=job.job_id) or job, state)
 
         options = _options_from(job.options)
         version: str | None = job.version
+        chunks: list[NewChunk] = []
         try:
             await step("parsing")
             data = Path(job.raw_path).read_bytes()
@@ -180,8 +188,9 @@ class Ingestor:
             existing = await self.catalog.find_version_by_hash(
                 tenant_id=job.tenant_id, doc_id=job.doc_id, content_hash=job.content_hash)
             if existing is not None and existing.state in ("published", "scheduled"):
-                await self.jobs.advance(job_id=job.job_id, state="unchanged", version=existing.version,
-                                        outcome="unchanged")
+                if not await self.jobs.advance(job_id=job.job_id, state="unchanged", version=existing.version,
+                                               outcome="unchanged"):
+                    raise JobCancelled(job.job_id)
                 return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="unchanged",
                                    version=existing.version, chunks=existing.chunk_count, job_id=job.job_id)
             drafts = chunk_document(parsed, count_tokens=self.embedder.count_tokens,
@@ -245,21 +254,42 @@ class Ingestor:
             await step("published", version, outcome=final)
             return FileOutcome(path=job.source_path, doc_id=job.doc_id, status=final, version=version,
                                chunks=len(chunks), job_id=job.job_id)
+        except JobCancelled:
+            return await self._stop_cancelled(job, version, chunks, on_progress)
         except (ParseError, IngestError) as exc:
             if version:
                 await self.catalog.mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
             failed = await self.jobs.fail(job_id=job.job_id, error=str(exc), permanent=True)
+            if failed.state == "cancelled":
+                return await self._stop_cancelled(job, version, chunks, on_progress)
             await _notify(on_progress, failed)
             return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="failed", message=str(exc),
                                job_id=job.job_id)
         except Exception as exc:  # infrastructure: retried with backoff, then dead-lettered
-            log.exception("ingest job %s failed", job.job_id)
             failed = await self.jobs.fail(job_id=job.job_id, error=f"{type(exc).__name__}: {exc}")
+            if failed.state == "cancelled":  # e.g. publishing a version the withdrawal took away
+                return await self._stop_cancelled(job, version, chunks, on_progress)
+            log.exception("ingest job %s failed", job.job_id)
             if failed.state == "dead" and version:
                 await self.catalog.mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
             await _notify(on_progress, failed)
             return FileOutcome(path=job.source_path, doc_id=job.doc_id, status=failed.state,
                                message=failed.last_error, job_id=job.job_id)
+
+    async def _stop_cancelled(self, job: JobRecord, version: str | None, chunks: Sequence[NewChunk],
+                              on_progress: ProgressCallback | None) -> FileOutcome:
+        """The job's document was withdrawn while it ran: leave nothing of it to publish or to find."""
+        if version:
+            await self.catalog.mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
+            current = await self.catalog.get_version(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
+            if chunks and current is not None and current.state == "removed":
+                # The withdrawal's cleanup ran before this job's upsert: those points are in no
+                # manifest any more, so no cleanup would ever find them.
+                await asyncio.to_thread(self.index.delete, [c.point_id for c in chunks])
+        cancelled = await self.jobs.get(job_id=job.job_id) or job
+        await _notify(on_progress, cancelled)
+        return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="cancelled", version=version,
+                           message=cancelled.last_error, job_id=job.job_id)
 
     def _original_path(self, job: JobRecord, version: str) -> Path:
         return self.raw_root / job.tenant_id / job.doc_id / f"{version}{Path(job.raw_path).suffix}"
@@ -304,9 +334,19 @@ class Ingestor:
             removed += len(points)
         return removed
 
-    async def withdraw(self, *, tenant_id: str, doc_id: str) -> bool:
+    async def withdraw(self, *, tenant_id: str, doc_id: str, on_progress: ProgressCallback | None = None) -> bool:
+        """Cancel the document's unfinished jobs, revoke its eligibility, then remove vectors and text of
+        every version. True when it was eligible until now. `on_progress` hears of each cancelled job.
+
+        Jobs first: a job a worker is running stops at its next step, and a version it registered
+        before this point is withdrawn below with the rest, so no upload queued before the withdrawal
+        can publish the document again (one queued after it brings the document back, as it should).
+        """
+        cancelled = await self.jobs.cancel_unfinished(tenant_id=tenant_id, doc_id=doc_id, reason=WITHDRAWN)
         revoked = await self.catalog.withdraw(tenant_id=tenant_id, doc_id=doc_id)
         await self.cleanup()
+        for job in cancelled:
+            await _notify(on_progress, job)
         return revoked
 
     async def set_groups(self, *, tenant_id: str, doc_id: str, groups: Sequence[str]) -> None:

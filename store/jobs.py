@@ -1,8 +1,11 @@
 """Ingestion jobs: rows with a state machine, so the work survives the process that asked for it.
 
 queued → parsing → embedding → indexing → published | failed (retried with backoff) | dead
-A job left in a working state by a crash is picked up again: every step is idempotent by
-stable ids, so re-running converges.
+Any unfinished job → cancelled (its document was withdrawn): final, and sticky — a worker still
+running it cannot move it on, so it stops at its next step instead of publishing.
+A worker leases the job it claims (next_attempt_at moves 10 minutes ahead). A job left in a
+working state by a crash is picked up again when its lease runs out, or at once when the server
+starts (`release_leases`): every step is idempotent by stable ids, so re-running converges.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from store.db import iso, transaction, utcnow
 from store.records import JobRecord
 
 WORKING_STATES = ("parsing", "embedding", "indexing")
-FINAL_STATES = ("published", "unchanged", "dead", "withdrawn")
-STATES = ("queued", *WORKING_STATES, "failed", *FINAL_STATES)
+UNFINISHED_STATES = ("queued", *WORKING_STATES, "failed")
+FINAL_STATES = ("published", "unchanged", "dead", "withdrawn", "cancelled")
+STATES = (*UNFINISHED_STATES, *FINAL_STATES)
 
 
 class Jobs:
@@ -116,27 +120,70 @@ class Jobs:
         job = await self.get(job_id=row["job_id"])
         return job
 
+    async def release_leases(self, *, now: datetime | None = None) -> list[str]:
+        """Make the jobs leased by a worker that is gone runnable at once; returns their ids.
+
+        Only for a caller that knows no other worker is alive (the server, while it holds the embedded
+        index): otherwise a lease is what keeps a job another worker is running from running twice. A
+        failed job's retry time is its backoff, not a lease, and is kept.
+        """
+        stamp = iso(now)
+        async with transaction(self._conn) as conn:
+            async with conn.execute(
+                "SELECT job_id FROM ingest_jobs WHERE state IN ('queued','parsing','embedding','indexing')"
+                " AND next_attempt_at > ? ORDER BY created_at", (stamp,),
+            ) as cur:
+                leased = [row[0] for row in await cur.fetchall()]
+            if leased:
+                await conn.execute(
+                    f"UPDATE ingest_jobs SET next_attempt_at=?, updated_at=? WHERE job_id IN ({','.join('?' * len(leased))})",
+                    (stamp, iso(), *leased),
+                )
+        return leased
+
     async def advance(self, *, job_id: str, state: str, version: str | None = None,
-                      outcome: str | None = None) -> None:
+                      outcome: str | None = None) -> bool:
+        """Move the job on; False when it was cancelled meanwhile (the row is left as it is)."""
         if state not in STATES:
             raise ValueError(f"unknown job state {state!r}")
-        await self._conn.execute(
+        result = await self._conn.execute(
             "UPDATE ingest_jobs SET state=?, version=COALESCE(?, version), outcome=COALESCE(?, outcome),"
             " last_error=CASE WHEN ? IN ('published','unchanged') THEN NULL ELSE last_error END,"
-            " updated_at=? WHERE job_id=?",
+            " updated_at=? WHERE job_id=? AND state!='cancelled'",
             (state, version, outcome, state, iso(), job_id),
         )
+        return bool(result.rowcount)
+
+    async def cancel_unfinished(self, *, tenant_id: str, doc_id: str, reason: str) -> list[JobRecord]:
+        """Cancel every job of the document that has not finished (queued, waiting for a retry, or
+        mid-way); returns them as cancelled. `reason` is what the owner reads after "cancelled: "."""
+        async with transaction(self._conn) as conn:
+            async with conn.execute(
+                f"SELECT job_id FROM ingest_jobs WHERE tenant_id=? AND doc_id=?"
+                f" AND state IN ({','.join('?' * len(UNFINISHED_STATES))}) ORDER BY created_at",
+                (tenant_id, doc_id, *UNFINISHED_STATES),
+            ) as cur:
+                ids = [row[0] for row in await cur.fetchall()]
+            if ids:
+                await conn.execute(
+                    f"UPDATE ingest_jobs SET state='cancelled', last_error=?, updated_at=?"
+                    f" WHERE job_id IN ({','.join('?' * len(ids))})",
+                    (reason, iso(), *ids),
+                )
+        return [job for job_id in ids if (job := await self.get(job_id=job_id)) is not None]
 
     async def fail(self, *, job_id: str, error: str, permanent: bool = False,
                    now: datetime | None = None) -> JobRecord:
-        """Record a failure; retry later with exponential backoff, or dead-letter it."""
+        """Record a failure; retry later with exponential backoff, or dead-letter it. A cancelled job
+        stays cancelled (its worker failed on the way to noticing)."""
         job = await self.get(job_id=job_id)
         if job is None:
             raise LookupError(job_id)
         dead = permanent or job.attempts >= self.max_attempts
         delay = timedelta(seconds=self.backoff_s * (2 ** max(job.attempts - 1, 0)))
         await self._conn.execute(
-            "UPDATE ingest_jobs SET state=?, last_error=?, next_attempt_at=?, updated_at=? WHERE job_id=?",
+            "UPDATE ingest_jobs SET state=?, last_error=?, next_attempt_at=?, updated_at=? WHERE job_id=?"
+            " AND state!='cancelled'",
             ("dead" if dead else "failed", error, iso((now or utcnow()) + delay), iso(), job_id),
         )
         updated = await self.get(job_id=job_id)

@@ -1,7 +1,8 @@
 """`cairn serve [--socket | --http] [--port N]`: the long-running process.
 
 It owns the index while it runs (Qdrant Edge is single-process): CAIRN_HOME/server.json {pid, port}
-tells CLI commands so, and its ingestion worker picks up the jobs they hand over. It serves Slack,
+tells CLI commands so, and its ingestion worker picks up the jobs they hand over (and, at start, the
+jobs a previous server left mid-way, without waiting for their leases to run out). It serves Slack,
 over Socket Mode (SLACK_APP_TOKEN; no public URL needed) or the HTTP Events API at `/slack/events`
 (SLACK_SIGNING_SECRET; every request's signature checked, replays older than five minutes
 rejected), plus the HTTP API (/v1/retrieve, /healthz, /readyz, /metrics) on --port in both modes,
@@ -95,6 +96,19 @@ async def presence(settings: Settings, *, port: int, mode: str | None) -> AsyncI
                 path.unlink()
 
 
+async def take_over_jobs(settings: Settings, services: Services) -> list[str]:
+    """Release the leases a previous server left on its jobs (it crashed, or stopped mid-job), so the
+    worker resumes them at once instead of after the lease runs out. Safe because this process holds
+    the embedded index: no other process can be running a job. With QDRANT_URL other processes may
+    be (a local `cairn ingest`), so their leases stand."""
+    if settings.qdrant_url:
+        return []
+    released = await services.jobs.release_leases()
+    if released:
+        log.info("resuming %d job(s) a previous server left unfinished: %s", len(released), ", ".join(released))
+    return released
+
+
 async def ingestion_pass(services: Services, notifier: JobStatusNotifier | None = None) -> list[Any]:
     """Run every runnable job; with Slack, keep each upload's status message in step with its job row
     (at each step, and a catch-up afterwards for messages a crash or a Slack failure left behind)."""
@@ -184,6 +198,7 @@ async def run_server(settings: Settings, services: Services, *, mode: str | None
     # log_config=None: the CLI configured logging; uvicorn must not replace it.
     server = _Server(uvicorn.Config(http_app, host=host, port=port, log_config=None, lifespan="on"))
     notifier = JobStatusNotifier(client=slack_app.client, jobs=services.jobs) if slack_app else None
+    await take_over_jobs(settings, services)
     tasks = [asyncio.create_task(ingestion_worker(services, notifier=notifier), name="ingestion-worker"),
              # APScheduler jobs (bot/jobs.py): classifier, expiry, weekly digest, publish-by-date, retention
              asyncio.create_task(run_jobs(services, slack_client=slack_app.client if slack_app else None),

@@ -18,6 +18,7 @@ from bot.constants import (
     ACTION_TALK_TO_PERSON,
     parse_session_id,
 )
+from bot.escalation_threads import Closing, EscalationThreads
 from bot.listeners.flow import (
     TALK_TO_PERSON_QUESTION,
     Ask,
@@ -27,6 +28,7 @@ from bot.listeners.flow import (
     first_delivery,
     turn_id_for,
 )
+from store.records import EscalationRecord
 
 log = logging.getLogger(__name__)
 
@@ -93,35 +95,33 @@ def register(app: AsyncApp, services: SlackServices) -> None:
                         text="Thanks, your feedback was recorded." if value > 0
                         else "Thanks, your feedback was recorded. Press *Talk to a person* if you still need help.")
 
-    async def resolve(body: dict[str, Any], client: AsyncWebClient) -> None:
-        async with services.work.run("resolve button", _reporter(client, body)):
-            user_id, escalation_id, channel, _ = _clicked(body)
-            escalation = await core.conversations.get_escalation(escalation_id=escalation_id)
-            if escalation is None:
-                return
-            if not services.threads.may_answer(user_id, escalation):
-                await _tell(client, channel=channel, user=user_id, text="Only Cairn admins can resolve escalations.")
-                return
-            closing = await services.threads.resolve(escalation_id, admin_id=user_id)
-            if closing.result == "already" and closing.escalation is not None:
-                who = f" by <@{closing.escalation.resolved_by}>" if closing.escalation.resolved_by else ""
-                await _tell(client, channel=channel, user=user_id,
-                            text=f"{escalation_id} is already {closing.escalation.status}{who}.")
+    def escalation_button(verb: str, close: Callable[[EscalationThreads, str, str], Awaitable[Closing]],
+                          closed_as: Callable[[EscalationRecord], str]) -> Callable[..., Awaitable[None]]:
+        """Resolve and Claim on an escalation thread: admins only, and a second press says who was first."""
+        async def press(body: dict[str, Any], client: AsyncWebClient) -> None:
+            async with services.work.run(f"{verb} button", _reporter(client, body)):
+                user_id, escalation_id, channel, _ = _clicked(body)
+                escalation = await core.conversations.get_escalation(escalation_id=escalation_id)
+                if escalation is None:
+                    return
+                if not services.threads.may_answer(user_id, escalation):
+                    await _tell(client, channel=channel, user=user_id,
+                                text=f"Only Cairn admins can {verb} escalations.")
+                    return
+                closing = await close(services.threads, escalation_id, user_id)
+                if closing.result == "already" and closing.escalation is not None:
+                    await _tell(client, channel=channel, user=user_id,
+                                text=f"{escalation_id} is already {closed_as(closing.escalation)}.")
 
-    async def claim(body: dict[str, Any], client: AsyncWebClient) -> None:
-        async with services.work.run("claim button", _reporter(client, body)):
-            user_id, escalation_id, channel, _ = _clicked(body)
-            escalation = await core.conversations.get_escalation(escalation_id=escalation_id)
-            if escalation is None:
-                return
-            if not services.threads.may_answer(user_id, escalation):
-                await _tell(client, channel=channel, user=user_id, text="Only Cairn admins can claim escalations.")
-                return
-            closing = await services.threads.claim(escalation_id, admin_id=user_id)
-            if closing.result == "already" and closing.escalation is not None:
-                state = (f"claimed by <@{closing.escalation.claimed_by}>" if closing.escalation.claimed_by
-                         else closing.escalation.status)
-                await _tell(client, channel=channel, user=user_id, text=f"{escalation_id} is already {state}.")
+        press.__name__ = press.__qualname__ = verb
+        return press
+
+    resolve = escalation_button(
+        "resolve", lambda threads, escalation_id, admin: threads.resolve(escalation_id, admin_id=admin),
+        lambda e: e.status + (f" by <@{e.resolved_by}>" if e.resolved_by else ""))
+    claim = escalation_button(
+        "claim", lambda threads, escalation_id, admin: threads.claim(escalation_id, admin_id=admin),
+        lambda e: f"claimed by <@{e.claimed_by}>" if e.claimed_by else e.status)
 
     app.action(ACTION_TALK_TO_PERSON)(ack=ack_now, lazy=[talk_to_person])
     app.action(ACTION_FEEDBACK_UP)(ack=ack_now, lazy=[feedback])

@@ -35,6 +35,7 @@ from bot.document_views import (
     build_upload_modal,
     document_option,
 )
+from bot.job_status import JobStatusNotifier
 from bot.listeners.flow import SlackServices, ack_now, first_delivery
 from bot.listeners.home import refresh_home
 from bot.uploads import (
@@ -196,8 +197,10 @@ def register(app: AsyncApp, services: SlackServices) -> None:
                     f"You can't withdraw {doc_id}: only a policy owner who administers all of its audience "
                     "groups can. Nothing changed."))
                 return
-            # Eligibility is revoked first (one statement), then vectors and text are removed.
-            if await core.ingestor.withdraw(tenant_id=owner.tenant_id, doc_id=doc_id):
+            # Its unfinished uploads are cancelled (their status messages say so), eligibility is revoked
+            # (one statement), then vectors and text are removed.
+            statuses = JobStatusNotifier(client=client, jobs=core.jobs)
+            if await core.ingestor.withdraw(tenant_id=owner.tenant_id, doc_id=doc_id, on_progress=statuses):
                 await client.chat_postMessage(channel=await open_dm(client, user_id), **build_notice(
                     f"Withdrew {doc.title or doc_id} ({doc_id}): it no longer appears in answers, and its text "
                     "and vectors have been removed. Upload it again to bring it back."))

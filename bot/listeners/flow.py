@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.constants import session_id_for
@@ -102,6 +103,33 @@ async def ack_now(ack: Any) -> None:
     await ack()
 
 
+EventHandler = Callable[[SlackServices, AsyncWebClient, dict[str, Any], dict[str, Any], AsyncBoltContext],
+                        Awaitable[None]]
+
+
+def on_person_message(app: AsyncApp, services: SlackServices, event_type: str, handle: EventHandler, *,
+                      report_if: Callable[[Mapping[str, Any]], bool] = lambda event: True) -> None:
+    """Register `handle(services, client, body, event, context)` for a person's message in `event_type`
+    events (bots, edits and joins never reach it): acked at once, run lazily and tracked; a failure is
+    shown in the message's thread where `report_if(event)` says it was for Cairn (elsewhere, silence is
+    kinder than an error nobody asked for)."""
+    async def lazy(body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient,
+                   context: AsyncBoltContext) -> None:
+        if not is_person_message(event, bot_user_id=context.bot_user_id, bot_id=context.bot_id):
+            return
+
+        async def report() -> None:
+            if report_if(event):
+                await show_error(client, channel=str(event.get("channel")),
+                                 thread_ts=event.get("thread_ts") or event.get("ts"), placeholder_ts=None)
+
+        async with services.work.run(f"{event_type} listener", report):
+            await handle(services, client, body, event, context)
+
+    lazy.__name__ = lazy.__qualname__ = f"handle_{event_type}"  # what Bolt's logs call it
+    app.event(event_type)(ack=ack_now, lazy=[lazy])
+
+
 # -- who is speaking -----------------------------------------------------------------------------
 
 
@@ -156,6 +184,14 @@ class Ask:
     text: str
     message_ts: str  # the user's message (or, for `/cairn ask`, the root Cairn posted)
     thread_ts: str  # the conversation's root
+
+    @classmethod
+    def from_event(cls, body: Mapping[str, Any], event: Mapping[str, Any], context: AsyncBoltContext, *,
+                   text: str, thread_ts: str) -> Ask:
+        """The question a person's message (or mention) asks, answered in `thread_ts`."""
+        return cls(team_id=str(body.get("team_id") or context.team_id or ""), channel=str(event.get("channel")),
+                   user_id=str(event["user"]), user_team=event.get("user_team") or event.get("team"), text=text,
+                   message_ts=str(event.get("ts")), thread_ts=thread_ts)
 
     @property
     def session_id(self) -> str:

@@ -23,13 +23,11 @@ from bot.listeners.documents import offer_files
 from bot.listeners.flow import (
     Ask,
     SlackServices,
-    ack_now,
     answer_in_thread,
     event_keys,
     first_delivery,
-    is_person_message,
     mentions,
-    show_error,
+    on_person_message,
     strip_mentions,
 )
 from graph.runner import EscalationError
@@ -39,23 +37,13 @@ log = logging.getLogger(__name__)
 
 
 def register(app: AsyncApp, services: SlackServices) -> None:
-    async def handle_message(body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient,
-                             context: AsyncBoltContext) -> None:
-        async def report() -> None:
-            if event.get("channel_type") == "im":  # elsewhere the message may not have been for Cairn
-                await show_error(client, channel=str(event.get("channel")),
-                                 thread_ts=event.get("thread_ts") or event.get("ts"), placeholder_ts=None)
-
-        async with services.work.run("message listener", report):
-            await _on_message(services, client, body, event, context)
-
-    app.event("message")(ack=ack_now, lazy=[handle_message])
+    # Only a DM is surely addressed to Cairn; elsewhere the message may not have been for it.
+    on_person_message(app, services, "message", _on_message,
+                     report_if=lambda event: event.get("channel_type") == "im")
 
 
 async def _on_message(services: SlackServices, client: AsyncWebClient, body: dict[str, Any],
                       event: dict[str, Any], context: AsyncBoltContext) -> None:
-    if not is_person_message(event, bot_user_id=context.bot_user_id, bot_id=context.bot_id):
-        return
     core = services.core
     channel, ts = str(event.get("channel")), str(event.get("ts"))
     thread_ts = event.get("thread_ts")
@@ -86,10 +74,8 @@ async def _on_message(services: SlackServices, client: AsyncWebClient, body: dic
     text = strip_mentions(raw_text, context.bot_user_id)
     if not text or not await first_delivery(core, *event_keys(body, event)):
         return
-    await answer_in_thread(services, client, Ask(
-        team_id=team_id, channel=channel, user_id=str(event["user"]),
-        user_team=event.get("user_team") or event.get("team"), text=text, message_ts=ts,
-        thread_ts=str(thread_ts or ts)))
+    await answer_in_thread(services, client, Ask.from_event(body, event, context, text=text,
+                                                            thread_ts=str(thread_ts or ts)))
 
 
 async def _on_escalation_reply(services: SlackServices, client: AsyncWebClient, body: dict[str, Any],

@@ -347,6 +347,28 @@ async def test_withdraw_from_app_home_asks_first_then_revokes_once(cairn: Cairn)
     assert "finance/travel" not in json.dumps(refreshed)
 
 
+async def test_withdraw_cancels_a_queued_upload_and_its_status_message_says_so(cairn: Cairn) -> None:
+    await upload(cairn, "F0NEWTRAVEL", PARKING_V1, name="travel-2027.md", replace="finance/travel")
+    [job] = await cairn.services.jobs.list(requested_by=OLIVIA)
+    assert job.state == "queued" and "queued" in status_updates(cairn)[-1]
+
+    await withdraw_click(cairn, "finance/travel", user=OLIVIA)
+    await cairn.settle()
+    said = status_updates(cairn)[-1]
+    assert "cancelled: document withdrawn" in said and "travel-2027.md" in said, said
+    assert {c.params["ts"] for c in cairn.fake.calls_to("chat.update", lambda c: c.channel == dm(OLIVIA))} == {
+        job.notify["ts"]}  # the upload's own status message, updated in place
+    home = cairn.fake.calls_to("views.publish", lambda c: c.params["user_id"] == OLIVIA)[-1]
+    assert "cancelled" in home.text and "document withdrawn" in home.text
+
+    # The worker finds nothing to run: the withdrawn document does not come back.
+    assert await ingestion_pass(cairn.services, notifier(cairn)) == []
+    doc = await cairn.services.catalog.get_document(tenant_id="larkspur", doc_id="finance/travel")
+    assert (doc.status, doc.current_version) == ("withdrawn", None)
+    assert (await cairn.services.jobs.get(job_id=job.job_id)).state == "cancelled"
+    assert status_updates(cairn)[-1] == said  # nothing more to say
+
+
 async def test_upload_command_opens_the_modal_with_a_file_field(cairn: Cairn) -> None:
     await cairn.command("upload", user=HANA)
     view = (await cairn.fake.wait_for("views.open")).params["view"]

@@ -20,6 +20,7 @@ from bot.commands import serve as serve_command
 from bot.commands.common import CommandError
 from bot.services import running_server, server_file
 from retrieval.embed import Embedder
+from retrieval.ingest import DocumentOptions
 from tests.bot.conftest import SIGNING_SECRET, TEAM, Cairn, sign
 from tests.conftest import make_settings
 from tests.fake_slack import FakeSlack
@@ -100,6 +101,43 @@ async def test_serve_socket_mode(cairn: Cairn) -> None:
         answer = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "D0BOB" and "[1]" in c.text,
                                            within=60)
         assert answer.token == "xoxb-test"
+    finally:
+        stop.set()
+        await asyncio.wait_for(server, 60)
+
+
+async def test_a_restarted_server_resumes_a_job_its_crashed_predecessor_left_running_at_once(
+        cairn: Cairn) -> None:
+    services = cairn.services
+    submitted = await services.ingestor.submit_bytes(
+        b"# Pets at work\n\nDogs are welcome in the Tokyo office on Fridays if they are registered.\n",
+        filename="pets.md", doc_id="ops/pets", options=DocumentOptions(tenant_id="larkspur"))
+    # The real worker dies mid-job (as the process would): the row stays "embedding", leased for minutes.
+    worker: asyncio.Task[None]
+
+    def die_while_embedding(job: object, state: str) -> None:
+        if state == "embedding":
+            worker.cancel()
+
+    worker = asyncio.create_task(serve_command.ingestion_worker(services, notifier=die_while_embedding))  # type: ignore[arg-type]
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(worker, 60)
+    left = await services.jobs.get(job_id=submitted.job_id)
+    assert (left.state, left.attempts) == ("embedding", 1)
+    assert await services.jobs.claim_next() is None  # the dead worker's lease holds it
+
+    await cairn.restart()  # a new process over the same CAIRN_HOME
+    stop = asyncio.Event()
+    server = asyncio.create_task(serve_command.run_server(cairn.settings, cairn.services, mode=None,
+                                                          host="127.0.0.1", port=free_port(), stop=stop))
+    try:
+        async with asyncio.timeout(60):  # the lease had ten minutes to run
+            while (job := await cairn.services.jobs.get(job_id=submitted.job_id)).state != "published":
+                assert not server.done(), server
+                await asyncio.sleep(0.1)
+        assert (job.attempts, job.version) == (2, "v1")
+        doc = await cairn.services.catalog.get_document(tenant_id="larkspur", doc_id="ops/pets")
+        assert (doc.status, doc.current_version) == ("active", "v1")
     finally:
         stop.set()
         await asyncio.wait_for(server, 60)

@@ -256,6 +256,76 @@ async def test_withdraw_removes_vectors_text_and_eligibility_of_every_version(se
     assert await services.ingestor.withdraw(tenant_id=TENANT, doc_id="ops/parking") is False
 
 
+async def chunk_vector_rows(svc: Services) -> int:
+    async with svc.db.execute("SELECT COUNT(*) FROM chunk_vectors") as cur:
+        return int((await cur.fetchone())[0])
+
+
+async def test_withdraw_cancels_queued_uploads_so_none_brings_the_document_back(services: Services) -> None:
+    await ingest(services, V1)
+    queued = await submit(services, V2)
+    services.jobs.backoff_s = 0
+    retrying = await submit(services, V1 + b"\nVisitors park in lot D.\n")
+    assert (await services.jobs.claim_next(exclude=(queued.job_id,))).job_id == retrying.job_id
+    await services.jobs.fail(job_id=retrying.job_id, error="ConnectionError: index went away")  # due again
+
+    heard: list[tuple[str, str]] = []
+    assert await services.ingestor.withdraw(tenant_id=TENANT, doc_id="ops/parking",
+                                            on_progress=lambda job, state: heard.append((job.job_id, state)))
+    assert sorted(heard) == sorted([(queued.job_id, "cancelled"), (retrying.job_id, "cancelled")])
+    for job_id in (queued.job_id, retrying.job_id):
+        job = await services.jobs.get(job_id=job_id)
+        assert (job.state, job.last_error) == ("cancelled", "document withdrawn")
+
+    assert await services.ingestor.run_pending() == []  # nothing left to run, now or later
+    assert await services.jobs.claim_next(now=utcnow() + timedelta(days=1)) is None
+    doc = await services.catalog.get_document(tenant_id=TENANT, doc_id="ops/parking")
+    assert (doc.status, doc.current_version) == ("withdrawn", None)
+    assert await visible_versions(services) == set()
+
+    # Uploading it again after the withdrawal brings it back (the cancelled job's content, re-queued).
+    again = await ingest(services, V2)
+    assert (again.status, again.job_id) == ("published", queued.job_id)
+    assert await visible_versions(services) == {"v2"}
+
+
+@pytest.mark.parametrize("at", ["parsing", "embedding", "indexing", "publishing"])
+async def test_withdraw_while_the_worker_runs_the_upload_stops_it_and_leaves_nothing(services: Services,
+                                                                                     at: str) -> None:
+    await ingest(services, V1)
+    queued = await submit(services, V2)
+
+    async def withdraw() -> None:  # the owner presses Withdraw while the worker is at `at`
+        await services.ingestor.withdraw(tenant_id=TENANT, doc_id="ops/parking")
+
+    async def at_step(job: object, state: str) -> None:
+        if state == at:
+            await withdraw()
+
+    if at == "publishing":  # after the index confirmed the points, just before the version is published
+        mark_indexed = services.catalog.mark_indexed
+
+        async def withdraw_first(**kwargs: Any) -> None:
+            await withdraw()
+            await mark_indexed(**kwargs)
+
+        services.catalog.mark_indexed = withdraw_first  # type: ignore[method-assign]
+    [outcome] = await services.ingestor.run_pending(on_progress=at_step)
+    assert (outcome.job_id, outcome.status, outcome.message) == (queued.job_id, "cancelled", "document withdrawn")
+    job = await services.jobs.get(job_id=queued.job_id)
+    assert (job.state, job.last_error) == ("cancelled", "document withdrawn")
+    doc = await services.catalog.get_document(tenant_id=TENANT, doc_id="ops/parking")
+    assert (doc.status, doc.current_version) == ("withdrawn", None)
+    assert await visible_versions(services) == set()
+    # Whatever the job wrote after the withdrawal's cleanup is gone too.
+    assert services.index.count() == 0
+    assert await text_rows(services, "ops/parking") == 0 and await chunk_vector_rows(services) == 0
+    assert all(state in ("removed", "withdrawn", "failed") for _, state in await version_rows(services, "ops/parking"))
+    # …and it stays that way: the cancelled job is never run again.
+    assert await services.ingestor.run_pending() == []
+    assert await visible_versions(services) == set()
+
+
 async def test_infrastructure_failures_retry_then_dead_letter_with_the_reason(services: Services) -> None:
     services.jobs.backoff_s = 0
 

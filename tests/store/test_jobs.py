@@ -120,6 +120,27 @@ async def test_a_job_left_mid_way_by_a_crash_is_resumed_after_its_lease(jobs: Jo
     assert (resumed.state, resumed.version, resumed.attempts) == ("indexing", "v1", 2)
 
 
+async def test_releasing_leases_makes_a_crashed_workers_jobs_runnable_at_once_but_keeps_backoff(
+        jobs: Jobs) -> None:
+    running = await enqueue(jobs, "travel")
+    claimed_only = await enqueue(jobs, "leave")  # claimed, then the worker died before its first step
+    backing_off = await enqueue(jobs, "parking")
+    waiting = await enqueue(jobs, "pets")
+    for _ in range(3):
+        await jobs.claim_next()
+    await jobs.advance(job_id=running.job_id, state="embedding", version="v1")
+    await jobs.fail(job_id=backing_off.job_id, error="ConnectionError: index went away")
+    assert await jobs.claim_next(exclude=(waiting.job_id,)) is None  # leased or backing off
+
+    assert await jobs.release_leases() == [running.job_id, claimed_only.job_id]
+    assert await jobs.release_leases() == []  # idempotent
+    resumed = await jobs.claim_next(exclude=(waiting.job_id,))
+    assert resumed is not None and (resumed.job_id, resumed.state, resumed.version) == (
+        running.job_id, "embedding", "v1")
+    assert (await jobs.claim_next(exclude=(waiting.job_id,))).job_id == claimed_only.job_id
+    assert await jobs.claim_next(exclude=(waiting.job_id,)) is None  # the failed job keeps its backoff
+
+
 async def test_advance_tracks_outcome_and_clears_the_error_on_success(jobs: Jobs) -> None:
     job = await enqueue(jobs)
     await jobs.claim_next()
@@ -149,6 +170,36 @@ async def test_same_content_after_a_finished_job_runs_again(jobs: Jobs) -> None:
     # A job still running is shared, not restarted.
     running = await enqueue(jobs, digest="v1-content")
     assert running.state == "queued" and running.attempts == 1
+
+
+async def test_cancelling_a_documents_unfinished_jobs_is_final_and_sticky(jobs: Jobs) -> None:
+    queued = await enqueue(jobs, "travel", digest="t1")
+    running = await enqueue(jobs, "travel", digest="t2")
+    retrying = await enqueue(jobs, "travel", digest="t3")
+    done = await enqueue(jobs, "travel", digest="t4")
+    other = await enqueue(jobs, "leave")
+    for _ in range(3):
+        await jobs.claim_next(exclude=(queued.job_id,))
+    await jobs.advance(job_id=running.job_id, state="embedding", version="v2")
+    await jobs.fail(job_id=retrying.job_id, error="ConnectionError: index went away")
+    await jobs.advance(job_id=done.job_id, state="published", version="v1", outcome="published")
+
+    cancelled = await jobs.cancel_unfinished(tenant_id="acme", doc_id="travel", reason="document withdrawn")
+    assert [j.job_id for j in cancelled] == [queued.job_id, running.job_id, retrying.job_id]
+    assert {(j.state, j.last_error) for j in cancelled} == {("cancelled", "document withdrawn")}
+    assert "cancelled" in FINAL_STATES
+    assert (await jobs.get(job_id=done.job_id)).state == "published"
+    assert (await jobs.get(job_id=other.job_id)).state == "queued"
+    # The worker still running one cannot move it on, nor turn it into a failure to retry.
+    assert await jobs.advance(job_id=running.job_id, state="indexing") is False
+    assert (await jobs.fail(job_id=running.job_id, error="RuntimeError: x")).state == "cancelled"
+    assert (await jobs.get(job_id=running.job_id)).last_error == "document withdrawn"
+    assert [j.job_id for j in await jobs.list(states=("queued", "embedding", "failed"))] == [other.job_id]
+    assert (await jobs.claim_next(now=utcnow() + timedelta(days=1))).job_id == other.job_id
+    assert await jobs.claim_next(now=utcnow() + timedelta(days=1)) is None
+    # The same content uploaded again after the withdrawal runs again.
+    again = await enqueue(jobs, "travel", digest="t1")
+    assert (again.job_id, again.state, again.last_error) == (queued.job_id, "queued", None)
 
 
 async def test_list_filters_by_requester_and_state(jobs: Jobs) -> None:

@@ -1,0 +1,98 @@
+"""HTML: <meta> tags and <title> as metadata, site chrome dropped, block elements as paragraphs,
+lists and tables flattened to lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+from retrieval.parse.assemble import finish
+from retrieval.parse.front_matter import clean_metadata
+from retrieval.parse.model import Event, Heading, Para, ParsedDocument
+
+_DROP_TAGS = ("script", "style", "nav", "header", "footer", "noscript", "template")
+_INLINE_TAGS = {"a", "abbr", "b", "bdi", "bdo", "br", "cite", "code", "data", "dfn", "em", "font", "i", "img",
+                "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strong", "sub", "sup", "time",
+                "u", "var"}
+_HEADING_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+
+
+def parse_html(text: str, stem: str) -> ParsedDocument:
+    soup = BeautifulSoup(text, "html.parser")
+    raw: dict[object, object] = {}
+    for meta in soup.find_all("meta"):
+        name, content = meta.get("name"), meta.get("content")
+        if isinstance(name, str) and isinstance(content, str):
+            raw[name.strip().lower().replace("-", "_")] = content.strip()
+    title_tag = soup.find("title")
+    if title_tag and title_tag.get_text(strip=True) and "title" not in raw:
+        raw["title"] = title_tag.get_text(" ", strip=True)
+    metadata = clean_metadata(raw)
+    for tag in soup.find_all(list(_DROP_TAGS)):
+        # An <article>'s own <header> usually holds its <h1>; only site-wide headers/footers are chrome.
+        if tag.name not in {"header", "footer"} or not tag.find_parent(["article", "main"]):
+            tag.decompose()
+    # Text is read with get_text("") so inline markup does not split words; block boundaries and
+    # <br> still need a space so neighbouring blocks do not run together.
+    for tag in soup.find_all(True):
+        if tag.name == "br":
+            tag.replace_with(" ")
+        elif tag.name not in _INLINE_TAGS and tag.parent is not None:
+            tag.insert_after(" ")
+    root = soup.find("body") or soup
+    title = metadata.get("title")
+    return finish(stem, list(_html_events(root)), metadata, title=str(title) if title else None)
+
+
+def _words(node: Tag | NavigableString) -> str:
+    return " ".join(node.get_text("").split())
+
+
+def _html_events(node: Tag) -> Iterator[Event]:
+    inline: list[str] = []
+    for child in node.children:
+        if isinstance(child, NavigableString):
+            if type(child) is NavigableString:  # skips comments, doctype, CDATA
+                inline.append(str(child))
+            continue
+        if not isinstance(child, Tag) or child.name in {"title", "head", "meta"}:
+            continue
+        if child.name in _INLINE_TAGS:
+            inline.append(child.get_text(""))
+            continue
+        yield Para(" ".join("".join(inline).split()))
+        inline = []
+        if child.name in _HEADING_TAGS:
+            if _words(child):
+                yield Heading(int(child.name[1]), _words(child))
+        elif child.name in {"p", "dt", "dd", "figcaption", "caption"}:
+            yield Para(_words(child))
+        elif child.name == "pre":
+            yield Para(child.get_text().strip("\n"))
+        elif child.name in {"ul", "ol"}:
+            yield Para("\n".join(_html_list(child, 0)))
+        elif child.name == "table":
+            yield Para("\n".join(_html_table(child)))
+        else:
+            yield from _html_events(child)
+    yield Para(" ".join("".join(inline).split()))
+
+
+def _html_list(node: Tag, depth: int) -> Iterator[str]:
+    for number, item in enumerate(node.find_all("li", recursive=False), 1):
+        nested = item.find_all(["ul", "ol"], recursive=False)
+        for sub in nested:
+            sub.extract()
+        marker = f"{number}." if node.name == "ol" else "-"
+        if _words(item):
+            yield f"{'  ' * depth}{marker} {_words(item)}"
+        for sub in nested:
+            yield from _html_list(sub, depth + 1)
+
+
+def _html_table(table: Tag) -> Iterator[str]:
+    for row in table.find_all("tr"):
+        cells = [_words(cell) for cell in row.find_all(["td", "th"], recursive=False)]
+        if any(cells):
+            yield " | ".join(cells)
