@@ -86,7 +86,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
-                            allowed_groups=access.groups_of)
+                            allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb)
         conversations = ConversationStore(db)
         answerer = build_answerer(embedder=embedder, chat_model=settings.chat_model,
                                   base_url=settings.openai_base_url, api_key=settings.openai_api_key,

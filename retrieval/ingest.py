@@ -26,6 +26,7 @@ from retrieval.language import detect_language
 from retrieval.parse import SUPPORTED_SUFFIXES, ParseError, _size_phrase, parse_bytes
 from store.access import EVERYONE
 from store.catalog import Catalog, NewChunk, chunk_id_for
+from store.disk import ensure_free
 from store.jobs import Jobs
 from store.records import JobRecord
 
@@ -144,6 +145,7 @@ class Ingestor:
     chunk_tokens: int = 400
     chunk_overlap: int = 50
     allowed_groups: Callable[[str], frozenset[str]] | None = None
+    min_free_mb: int = 0  # below this much free disk no job starts (store/disk.py says why)
 
     @property
     def submitter(self) -> Submitter:
@@ -157,10 +159,15 @@ class Ingestor:
 
     async def run_pending(self, *, on_progress: ProgressCallback | None = None,
                           only: Sequence[str] | None = None) -> list[FileOutcome]:
-        """Run every runnable job (or just `only`) to a final or failed state, oldest first."""
+        """Run every runnable job (or just `only`) to a final or failed state, oldest first.
+
+        Raises `LowDiskError` before claiming a job while less than `min_free_mb` is free; the jobs
+        not started stay queued for the next run."""
         results: list[FileOutcome] = []
         seen: set[str] = set()
         while True:
+            # Jobs stay queued while the disk is nearly full: growing the index then would crash.
+            ensure_free(self.raw_root, self.min_free_mb)
             # Each job at most once per run: one that fails and falls due again waits for the next run.
             job = await self.jobs.claim_next(exclude=tuple(seen), only=only)
             if job is None:

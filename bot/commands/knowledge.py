@@ -24,6 +24,7 @@ from retrieval.parse import SUPPORTED_SUFFIXES
 from store.access import AccessPolicy
 from store.catalog import Catalog
 from store.db import open_db
+from store.disk import LowDiskError
 from store.jobs import FINAL_STATES, Jobs
 
 OK_STATUSES = {"published", "scheduled", "unchanged", "queued"}
@@ -143,8 +144,12 @@ async def ingest(args: argparse.Namespace, settings: Settings) -> int:
             submitted = await _submit_all(services.ingestor.submitter, planned, options)
             queued = [o.job_id for o in submitted if o.status == "queued" and o.job_id]
             with _Progress(enabled=not args.json and sys.stderr.isatty(), total=len(queued)) as bar:
-                results = {r.job_id: r for r in await services.ingestor.run_pending(
-                    on_progress=bar.update, only=queued)}
+                try:
+                    results = {r.job_id: r for r in await services.ingestor.run_pending(
+                        on_progress=bar.update, only=queued)}
+                except LowDiskError as exc:
+                    raise CommandError(f"{exc}. The files stay queued: the next `cairn ingest` of them or "
+                                       "`cairn serve` ingests them once space is free.") from exc
             outcomes = [results.get(o.job_id, o) if o.job_id else o for o in submitted]
     return _report(outcomes, as_json=args.json)
 

@@ -30,6 +30,7 @@ from bot.commands.common import CommandError, local_services
 from bot.job_status import JobStatusNotifier
 from bot.services import Services, running_server, server_file
 from bot.settings import Settings
+from store.disk import LowDiskError
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,8 @@ async def ingestion_worker(services: Services, *, interval_s: float = INGEST_POL
                 log.info("ingest %s: %s", getattr(result, "doc_id", "?"), getattr(result, "status", "?"))
         except asyncio.CancelledError:
             raise
+        except LowDiskError as exc:
+            log.warning("ingestion waits: %s", exc)
         except Exception:
             log.exception("ingestion worker pass failed; retrying")
         await asyncio.sleep(interval_s)

@@ -136,6 +136,23 @@ def test_ingested_passages_cite_the_path_relative_to_the_directory(
     assert bikes and bikes[0]["source"]["path"] == "facilities/bikes.md"
 
 
+def test_ingest_on_a_nearly_full_disk_is_a_clear_error_and_the_file_waits_queued(
+        cairn_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "policies"
+    root.mkdir()
+    (root / "bikes.md").write_bytes(GOOD)
+    monkeypatch.setenv("CAIRN_MIN_FREE_DISK_MB", str(10**12))
+    code, lines, err = run(capsys, "ingest", str(root), "--json")
+    assert code == 2 and lines == []
+    assert "not enough disk space" in err and "CAIRN_MIN_FREE_DISK_MB" in err and "stay queued" in err
+    code, [catalog], _ = run(capsys, "docs", "--json")
+    assert code == 0 and not [d for d in catalog if d["status"] == "active"]  # nothing half-published
+
+    monkeypatch.setenv("CAIRN_MIN_FREE_DISK_MB", "1")
+    code, [line], _ = run(capsys, "ingest", str(root), "--json")
+    assert code == 0 and line["status"] == "published"  # the queued job runs once space is free
+
+
 def test_ingest_options_and_new_version_then_withdraw(cairn_home: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     doc = tmp_path / "bikes.md"
