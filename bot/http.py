@@ -161,6 +161,23 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 # -- the app ---------------------------------------------------------------------------------------------
 
 
+class _SlackEventsFirst:
+    """POST /slack/events goes straight to Bolt's handler. Slack retries an event it has not seen
+    acknowledged within 3 s, and under a burst FastAPI's routing and the request-id middleware
+    cost as much per event as Bolt itself (the route stays declared for other methods and tests).
+    Exceptions still reach Starlette's outer error middleware: a plain 500, never a trace."""
+
+    def __init__(self, app: Any, handler: SlackRequestHandler) -> None:
+        self.app, self.handler = app, handler
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/slack/events":
+            response = await self.handler.handle(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def create_http_app(services: Any, *, slack_handler: SlackRequestHandler | None = None,
                     credentials: CredentialStore | None = None, budgets: Budgets | None = None,
                     warm_up: bool = True) -> FastAPI:
@@ -256,6 +273,9 @@ def create_http_app(services: Any, *, slack_handler: SlackRequestHandler | None 
         @app.post("/slack/events", include_in_schema=False)
         async def slack_events(request: Request) -> Any:
             return await slack_handler.handle(request)
+
+        # Added last, so it runs first: see _SlackEventsFirst.
+        app.add_middleware(_SlackEventsFirst, handler=slack_handler)
 
     # -- /v1/retrieve ----------------------------------------------------------------------------
 
