@@ -189,15 +189,8 @@ class Catalog:
 
     async def mark_indexed(self, *, tenant_id: str, doc_id: str, version: str) -> None:
         async with transaction(self._conn) as conn:
-            await conn.execute(
-                "UPDATE manifest_points SET state='indexed' WHERE tenant_id=? AND doc_id=? AND version=?",
-                (tenant_id, doc_id, version),
-            )
-            await conn.execute(
-                "UPDATE versions SET state='indexed' WHERE tenant_id=? AND doc_id=? AND version=?"
-                " AND state='pending'",
-                (tenant_id, doc_id, version),
-            )
+            await _set_version_state(conn, tenant_id=tenant_id, doc_id=doc_id, version=version,
+                                     points="indexed", state="indexed", from_states=("pending",))
 
     async def publish_version(
         self, *, tenant_id: str, doc_id: str, version: str, now: datetime | None = None
@@ -329,15 +322,8 @@ class Catalog:
             await conn.execute(
                 "DELETE FROM chunks WHERE tenant_id=? AND doc_id=? AND version=?", (tenant_id, doc_id, version)
             )
-            await conn.execute(
-                "UPDATE manifest_points SET state='deleted' WHERE tenant_id=? AND doc_id=? AND version=?",
-                (tenant_id, doc_id, version),
-            )
-            await conn.execute(
-                "UPDATE versions SET state='removed' WHERE tenant_id=? AND doc_id=? AND version=?"
-                " AND state IN ('retired','failed','withdrawn')",
-                (tenant_id, doc_id, version),
-            )
+            await _set_version_state(conn, tenant_id=tenant_id, doc_id=doc_id, version=version,
+                                     points="deleted", state="removed", from_states=("retired", "failed", "withdrawn"))
 
     # -- documents ----------------------------------------------------------------------------
 
@@ -457,6 +443,17 @@ class Catalog:
         async with self._conn.execute(sql, args) as cur:
             row = await cur.fetchone()
         return int(row[0]) if row else 0
+
+
+async def _set_version_state(conn: aiosqlite.Connection, *, tenant_id: str, doc_id: str, version: str, points: str,
+                             state: str, from_states: Sequence[str]) -> None:
+    """Move a version's manifest points to `points`, and the version itself to `state` only while it is in
+    one of `from_states` (a version that has moved on keeps its state)."""
+    key = (tenant_id, doc_id, version)
+    await conn.execute("UPDATE manifest_points SET state=? WHERE tenant_id=? AND doc_id=? AND version=?", (points, *key))
+    marks = ",".join("?" * len(from_states))
+    await conn.execute(f"UPDATE versions SET state=? WHERE tenant_id=? AND doc_id=? AND version=? AND state IN ({marks})",
+                       (state, *key, *from_states))
 
 
 def _version(row: aiosqlite.Row) -> VersionRecord:

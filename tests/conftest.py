@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from bot.services import Services, open_services, shared_embedder
 from bot.settings import Settings
 from retrieval.embed import Embedder
+from tests.fake_slack import FakeSlack
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_HANDBOOK = ROOT / "sample" / "handbook"
@@ -62,10 +64,26 @@ async def handbook_template(tmp_path_factory: pytest.TempPathFactory, embedder: 
     return home
 
 
+@asynccontextmanager
+async def handbook_copy(template: Path, home: Path, embedder: Embedder) -> AsyncIterator[Services]:
+    """Services over a private copy, at `home`, of the ingested sample handbook."""
+    shutil.copytree(template, home)
+    async with open_services(make_settings(home), embedder=embedder) as svc:
+        yield svc
+
+
 @pytest.fixture
 async def handbook(tmp_path: Path, handbook_template: Path, embedder: Embedder) -> AsyncIterator[Services]:
     """Services over a private copy of the ingested sample handbook."""
-    home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
-    async with open_services(make_settings(home), embedder=embedder) as svc:
+    async with handbook_copy(handbook_template, tmp_path / "home", embedder) as svc:
         yield svc
+
+
+@asynccontextmanager
+async def serving(fake: FakeSlack) -> AsyncIterator[None]:
+    """The fake Slack Web API, listening for the duration of the block."""
+    await fake.start()
+    try:
+        yield
+    finally:
+        await fake.stop()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.commands.common import CommandError, emit_json, local_services, resolve_as
+from bot.commands.parsers import add_command
 from bot.services import Services
 from bot.settings import Settings
 from graph.runner import EscalationError, TurnOutcome
@@ -32,40 +33,31 @@ Type a question to ask it as the current user. Commands:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ask", help="one full turn through the graph: a cited answer or an escalation")
+    p = add_command(sub, "ask", ask, help="one full turn through the graph: a cited answer or an escalation")
     p.add_argument("question", metavar="Q")
     p.add_argument("--as", dest="as_user", metavar="USER", help="ask as this user from the access file")
     p.add_argument("--session", metavar="ID", help="continue this conversation (default: a new one)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=ask)
 
-    p = sub.add_parser("chat", help="interactive console: ask, see escalations, answer them as an admin")
+    p = add_command(sub, "chat", chat, json=False,
+                    help="interactive console: ask, see escalations, answer them as an admin")
     p.add_argument("--as", dest="as_user", metavar="USER")
-    p.set_defaults(handler=chat)
 
-    p = sub.add_parser("escalations", help="the escalation queue")
+    p = add_command(sub, "escalations", escalations, help="the escalation queue")
     p.add_argument("--open", action="store_true", help="only those not yet closed")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=escalations)
 
-    p = sub.add_parser("reply", help="answer an escalation as an admin (resumes the conversation)")
+    p = add_command(sub, "reply", reply, help="answer an escalation as an admin (resumes the conversation)")
     p.add_argument("escalation_id", metavar="ID")
     p.add_argument("text")
     p.add_argument("--as", dest="as_user", metavar="ADMIN", help="reply as this admin (default: local)")
     p.add_argument("--key", help="idempotency key: the same key is delivered once (default: new)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=reply)
 
-    p = sub.add_parser("resolve", help="close an escalation")
+    p = add_command(sub, "resolve", resolve, help="close an escalation")
     p.add_argument("escalation_id", metavar="ID")
     p.add_argument("--as", dest="as_user", metavar="ADMIN")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=resolve)
 
-    p = sub.add_parser("trace", help="what happened in a turn: route, chunks and scores, answerer, validation")
+    p = add_command(sub, "trace", trace,
+                    help="what happened in a turn: route, chunks and scores, answerer, validation")
     p.add_argument("turn_id", metavar="TURN_ID")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=trace)
 
 
 async def run_turn_json(services: Services, question: str, scope: Scope, qid: str | None) -> dict[str, object]:

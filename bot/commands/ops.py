@@ -17,59 +17,45 @@ import aiosqlite
 
 from bot.api_auth import CredentialFileError, CredentialStore, hash_credential, sign_user_context
 from bot.commands.common import CommandError, emit_json
+from bot.commands.parsers import add_command
 from bot.controls import KINDS, Controls
 from bot.settings import Settings
 from store.db import open_db
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pause", help="pause the LLM or the tools (retrieval) without stopping the app",
-                       description="llm: answers fall back to the extractive answerer. tools: no retrieval; "
-                                   "questions are escalated to a person and /v1/retrieve answers 503.")
+    p = add_command(sub, "pause", pause, help="pause the LLM or the tools (retrieval) without stopping the app",
+                    description="llm: answers fall back to the extractive answerer. tools: no retrieval; "
+                                "questions are escalated to a person and /v1/retrieve answers 503.")
     p.add_argument("kind", choices=KINDS)
     p.add_argument("--reason", help="shown to operators in `cairn controls`")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=pause)
-
-    p = sub.add_parser("unpause", help="undo `cairn pause` (a pause set by CAIRN_PAUSE stays)")
+    p = add_command(sub, "unpause", unpause, help="undo `cairn pause` (a pause set by CAIRN_PAUSE stays)")
     p.add_argument("kind", choices=KINDS)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=unpause)
-
-    p = sub.add_parser("controls", help="show the kill switches and where each comes from")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=show_controls)
+    add_command(sub, "controls", show_controls, help="show the kill switches and where each comes from")
 
     creds = sub.add_parser("credentials", help="service credentials for /v1/retrieve")
     csub = creds.add_subparsers(dest="credentials_command", required=True, metavar="ACTION")
-    p = csub.add_parser("add", help="create a credential for a service; printed once, only its hash is kept")
+    p = add_command(csub, "add", credentials_add,
+                    help="create a credential for a service; printed once, only its hash is kept")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--audience", action="append", default=[], metavar="A",
                    help="an audience the service may issue user contexts for (repeatable; default: CAIRN_API_AUDIENCE)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=credentials_add)
-    p = csub.add_parser("list", help="services, audiences and credential ids (never secrets)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=credentials_list)
-    p = csub.add_parser("revoke", help="remove a service's credentials (all, or one by --id)")
+    add_command(csub, "list", credentials_list, help="services, audiences and credential ids (never secrets)")
+    p = add_command(csub, "revoke", credentials_revoke, help="remove a service's credentials (all, or one by --id)")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--id", dest="key_id", metavar="KEY_ID")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=credentials_revoke)
 
     ctx = sub.add_parser("context", help="user contexts for /v1/retrieve")
     xsub = ctx.add_subparsers(dest="context_command", required=True, metavar="ACTION")
-    p = xsub.add_parser("sign", help="sign a short-lived user context (for testing a client)",
-                        description="Signs with the key derived from the service's credential, read from "
-                                    "CAIRN_SERVICE_CREDENTIAL, or from stdin with --credential-stdin, or prompted.")
+    p = add_command(xsub, "sign", context_sign, help="sign a short-lived user context (for testing a client)",
+                    description="Signs with the key derived from the service's credential, read from "
+                                "CAIRN_SERVICE_CREDENTIAL, or from stdin with --credential-stdin, or prompted.")
     p.add_argument("--service", required=True)
     p.add_argument("--user", required=True, help="access-file user name or Slack id")
     p.add_argument("--tenant", required=True)
     p.add_argument("--audience", help="default: CAIRN_API_AUDIENCE")
     p.add_argument("--ttl", type=int, default=300, help="seconds (default 300, at most CAIRN_CONTEXT_MAX_TTL)")
     p.add_argument("--credential-stdin", action="store_true", help="read the service credential from stdin")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=context_sign)
 
 
 @asynccontextmanager

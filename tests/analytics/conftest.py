@@ -16,6 +16,7 @@ from store.conversations import ConversationStore
 from store.db import iso, open_db
 from store.records import EscalationRecord
 from tests.analytics.slack_files import FakeSlackWithFiles
+from tests.conftest import serving
 from tests.graph.fake_openai import FakeOpenAI
 
 # Monday 2 February 2026, 09:00 UTC: the default digest moment of ISO week 2026-W06, which posts 2026-W05.
@@ -100,11 +101,8 @@ async def seed_feedback(store: Store, turn_id: str, value: int, *, created_at: d
 @pytest.fixture
 async def fake_slack() -> AsyncIterator[FakeSlackWithFiles]:
     fake = FakeSlackWithFiles()
-    await fake.start()
-    try:
+    async with serving(fake):
         yield fake
-    finally:
-        await fake.stop()
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from bot.listeners.flow import WorkTracker
 from bot.services import Services, open_services
 from bot.settings import Settings
 from retrieval.embed import Embedder
-from tests.conftest import make_settings
+from tests.conftest import make_settings, serving
 from tests.fake_slack import FakeSlack
 
 SIGNING_SECRET = "secret"
@@ -164,11 +164,8 @@ async def fake_slack() -> AsyncIterator[FakeSlack]:
     for user_id, name in ACCESS_USERS.items():
         fake.add_user(user_id, name=name)
     fake.usergroups.update({"S0FINANCE": [], "S0HR": [], "S0ENG": [], "S0EVENTS": [], "S0EXEC": []})
-    await fake.start()
-    try:
+    async with serving(fake):
         yield fake
-    finally:
-        await fake.stop()
 
 
 @pytest.fixture

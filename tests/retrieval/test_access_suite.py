@@ -8,21 +8,20 @@ Slack use; nothing in the question text can change them.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from bot.services import Services, open_services
+from bot.services import Services
 from retrieval.embed import Embedder
 from retrieval.ingest import DocumentOptions
 from retrieval.search import SearchResult
 from store.access import AccessPolicy
 from store.db import iso, utcnow
 from store.records import Scope
-from tests.conftest import make_settings
+from tests.conftest import handbook_copy
 
 EXEC = "finance/executive-allowances"
 FAQ = "retail/customer-faq"
@@ -71,9 +70,7 @@ async def ask(svc: Services, scope: Scope, question: str, *, now: datetime | Non
 async def world(tmp_path_factory: pytest.TempPathFactory, handbook_template: Path,
                 embedder: Embedder) -> AsyncIterator[Services]:
     """The handbook plus one document in the second tenant; read-only for the tests that use it."""
-    home = tmp_path_factory.mktemp("access-suite") / "home"
-    shutil.copytree(handbook_template, home)
-    async with open_services(make_settings(home), embedder=embedder) as svc:
+    async with handbook_copy(handbook_template, tmp_path_factory.mktemp("access-suite") / "home", embedder) as svc:
         await svc.ingestor.submit_bytes(HARBOR_TEXT, filename="travel.md", doc_id=HARBOR_DOC,
                                         options=DocumentOptions(tenant_id="harbor"))
         assert [r.status for r in await svc.ingestor.run_pending()] == ["published"]

@@ -6,7 +6,6 @@ the legs that are not broken still run against the real index.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -14,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from bot.services import Services, open_services
+from bot.services import Services
 from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder
 from retrieval.index import Hit, VectorIndex
 from retrieval.rerank import Candidate, Reranker, SentenceReranker
 from retrieval.search import FINAL_K, RRF_K, Searcher, plan_legs, rrf_fuse
 from store.records import Scope
-from tests.conftest import make_settings
+from tests.conftest import handbook_copy
 
 HOTEL = "What is the nightly hotel limit in Boston?"
 
@@ -29,9 +28,7 @@ HOTEL = "What is the nightly hotel limit in Boston?"
 async def hb(tmp_path_factory: pytest.TempPathFactory, handbook_template: Path,
              embedder: Embedder) -> AsyncIterator[Services]:
     """A read-only copy of the ingested handbook shared by this module's tests."""
-    home = tmp_path_factory.mktemp("search") / "home"
-    shutil.copytree(handbook_template, home)
-    async with open_services(make_settings(home), embedder=embedder) as svc:
+    async with handbook_copy(handbook_template, tmp_path_factory.mktemp("search") / "home", embedder) as svc:
         yield svc
 
 

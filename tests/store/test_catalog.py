@@ -5,29 +5,19 @@ Real SQLite, no index and no model: the catalog is the authority the index filte
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
-from pathlib import Path
 
 import aiosqlite
 import pytest
 
 from store.catalog import Catalog, NewChunk, chunk_id_for
-from store.db import iso, open_db, utcnow
+from store.db import iso, utcnow
 from store.records import Scope
 
 TENANT = "acme"
 STAFF = Scope(user_id="u1", tenant_id=TENANT, groups=frozenset({"everyone"}))
 FINANCE = Scope(user_id="u2", tenant_id=TENANT, groups=frozenset({"everyone", "finance"}))
-
-
-@pytest.fixture
-async def conn(tmp_path: Path) -> AsyncIterator[aiosqlite.Connection]:
-    db = await open_db(tmp_path / "cairn.db")
-    try:
-        yield db
-    finally:
-        await db.close()
 
 
 @pytest.fixture

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 
+import aiosqlite
 import pytest
 
 from store.conversations import ConversationStore, escalation_id_for
-from store.db import open_db, utcnow
+from store.db import utcnow
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ConversationStore]:
-    db = await open_db(tmp_path / "cairn.db")
-    try:
-        yield ConversationStore(db)
-    finally:
-        await db.close()
+def store(conn: aiosqlite.Connection) -> ConversationStore:
+    return ConversationStore(conn)
 
 
 async def open_one(store: ConversationStore, turn_id: str = "t-1", **kwargs: object):

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import aiosqlite
 import pytest
 
-from store.db import open_db, utcnow
+from store.db import utcnow
 from store.jobs import FINAL_STATES, Jobs
 from store.records import JobRecord
-
-
-@pytest.fixture
-async def conn(tmp_path: Path) -> AsyncIterator[aiosqlite.Connection]:
-    db = await open_db(tmp_path / "cairn.db")
-    try:
-        yield db
-    finally:
-        await db.close()
 
 
 @pytest.fixture
