@@ -34,7 +34,8 @@ from bench.workspace import Workspace
 
 OUT = Path(__file__).resolve().parent / "out"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-CONSTANTS = ("SENTENCE_WEIGHT", "COVERAGE_FLOOR", "ML_SCALE", "ML_SHIFT", "UNKNOWN_TERM_FACTOR")
+CONSTANTS = ("SENTENCE_WEIGHT", "COVERAGE_FLOOR", "ML_SCALE", "ML_SHIFT", "ML_SENTENCE_WEIGHT", "ML_COVERAGE_FLOOR",
+             "UNKNOWN_TERM_FACTOR")
 FLOORS = np.round(np.arange(0.0, 1.0001, 0.005), 3)
 ANSWER_TARGET, ABSTAIN_TARGET = 0.90, 0.95
 MIN_GAIN = 0.005  # AUROC gain on the tuning split that justifies changing a blend constant

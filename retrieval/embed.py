@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -30,6 +31,9 @@ SPARSE_EN = "sparse_en"
 SPARSE_AR = "sparse_ar"
 DENSE_SIZES = {DENSE: 384, DENSE_ML: 512}
 SENTENCE_CACHE_SIZE = 20_000  # ≈ 30 MB of MiniLM vectors
+# English sentence vectors pooled from the chunk's own forward pass (True) or encoded one sentence
+# at a time (False: ~3x the encoder time at ingestion). See docs/benchmarks.md, "Ingestion".
+SENTENCE_POOLING = True
 
 
 @dataclass(frozen=True)
@@ -104,24 +108,29 @@ class Embedder:
     def embed_documents(self, texts: Sequence[str], *, batch_size: int = 32) -> list[EmbeddedText]:
         """Every vector the index stores for each text, plus what the reranker needs.
 
-        Sentence vectors come from MiniLM for English chunks and from the multilingual model for
-        Arabic or mixed ones (MiniLM has no Arabic), so a question is compared with sentences in
-        a space that understands both.
+        English sentence vectors come from the chunk's own MiniLM forward pass (see
+        `_pooled_sentences`), so a chunk costs one encode instead of one per sentence; Arabic and
+        mixed chunks get multilingual sentence vectors (MiniLM has no Arabic), so a question is
+        compared with sentences in a space that understands both.
         """
         if not texts:
             return []
         langs = [detect_language(body_of(t)) for t in texts]
         per_text = [split_sentences(body_of(t)) or [body_of(t)] for t in texts]
-        en_sents = [s for sents, lang in zip(per_text, langs, strict=True) if lang == "en" for s in sents]
+        en = [i for i, lang in enumerate(langs) if lang == "en"]
         ml_sents = [s for sents, lang in zip(per_text, langs, strict=True) if lang != "en" for s in sents]
-        # One encode call for chunks and English sentences: the model sorts by length inside the batch.
-        encoded = self.model.encode([*texts, *en_sents], batch_size=batch_size, normalize_embeddings=True,
-                                    show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
-        dense, en_vecs = encoded[: len(texts)], encoded[len(texts):]
+        if SENTENCE_POOLING:
+            dense, en_vecs = self._pooled_sentences(texts, [per_text[i] for i in en], en, batch_size=batch_size)
+        else:
+            en_sents = [s for i in en for s in per_text[i]]
+            encoded = self._encode_minilm([*texts, *en_sents], batch_size=batch_size)
+            dense, flat = encoded[: len(texts)], encoded[len(texts):]
+            bounds = np.cumsum([0, *(len(per_text[i]) for i in en)])
+            en_vecs = {i: flat[bounds[k]:bounds[k + 1]] for k, i in enumerate(en)}
         ml = self._encode_use(texts) if self.multilingual else None
         ml_vecs = self._encode_use(ml_sents) if self.multilingual and ml_sents else None
         out: list[EmbeddedText] = []
-        en_at = ml_at = 0
+        ml_at = 0
         for i, text in enumerate(texts):
             vectors: dict[str, object] = {DENSE: dense[i].tolist()}
             if ml is not None:
@@ -132,18 +141,65 @@ class Embedder:
                 vectors[name] = Sparse(list(sparse.indices), list(sparse.values))
                 terms.update(sparse.indices)
             count = len(per_text[i])
-            if langs[i] == "en" or ml_vecs is None:
-                sent_vecs, sent_model = en_vecs[en_at:en_at + count], DENSE
-                en_at += count if langs[i] == "en" else 0
-                if langs[i] != "en":  # multilingual off: no sentence vectors for Arabic text
-                    sent_vecs = np.zeros((0, DENSE_SIZES[DENSE]), dtype=np.float32)
-            else:
+            if langs[i] == "en":
+                sent_vecs, sent_model = en_vecs[i], DENSE
+            elif ml_vecs is not None:
                 sent_vecs, sent_model = ml_vecs[ml_at:ml_at + count], DENSE_ML
                 ml_at += count
+            else:  # multilingual off: no sentence vectors for Arabic text
+                sent_vecs, sent_model = np.zeros((0, DENSE_SIZES[DENSE]), dtype=np.float32), DENSE
             out.append(EmbeddedText(vectors=vectors, sentences=per_text[i], sentence_vecs=sent_vecs,
                                     sentence_model=sent_model, chunk_vec=dense[i],
                                     ml_vec=None if ml is None else ml[i], terms=sorted(terms)))
         return out
+
+    def _encode_minilm(self, texts: Sequence[str], *, batch_size: int) -> np.ndarray:
+        return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                 show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
+
+    def _pooled_sentences(self, texts: Sequence[str], sentences: Sequence[Sequence[str]], which: Sequence[int], *,
+                          batch_size: int) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """Chunk vectors for all `texts`, and sentence vectors for the texts `which` from the same pass.
+
+        One MiniLM pass per chunk gives the chunk vector (mean of its tokens, normalised: the
+        vector a plain `encode` returns) and every token's contextual embedding; a sentence's
+        vector is the normalised mean of its own tokens. Text past the model's window (a chunk may
+        hold more tokens than MiniLM reads) is read by further passes starting at the first
+        sentence not yet covered. Sentences that cannot be located in the text are encoded alone.
+        """
+        own = dict(zip(which, sentences, strict=True))
+        spans = {i: _sentence_spans(texts[i], sents) for i, sents in own.items()}
+        vecs = {i: np.zeros((len(sents), DENSE_SIZES[DENSE]), np.float32)
+                for i, sents in zip(which, sentences, strict=True)}
+        done = {i: np.zeros(len(sents), bool) for i, sents in zip(which, sentences, strict=True)}
+        dense = np.zeros((len(texts), DENSE_SIZES[DENSE]), np.float32)
+        windows = [(i, 0) for i in range(len(texts))]  # (text index, first character of the window)
+        first = True
+        while windows:
+            window_texts = [texts[i][start:] for i, start in windows]
+            outputs = self.model.encode(window_texts, batch_size=batch_size, output_value=None,
+                                        show_progress_bar=False)
+            offsets = self.tokenizer(window_texts, truncation=True, max_length=self.model.max_seq_length,
+                                     return_offsets_mapping=True, verbose=False)["offset_mapping"]
+            following = []
+            for (i, start), output, offs in zip(windows, outputs, offsets, strict=True):
+                if first:
+                    dense[i] = output["sentence_embedding"].float().numpy()
+                if i not in spans or int(output["attention_mask"].sum()) != len(offs):
+                    continue  # (a tokenisation that differs from the model's: those sentences go alone)
+                tokens = output["token_embeddings"][: len(offs)].float().numpy()
+                nxt = _pool_window(tokens, np.asarray(offs, dtype=np.int64) + start, start, spans[i], vecs[i],
+                                   done[i])
+                if nxt is not None:
+                    following.append((i, nxt))
+            windows, first = following, False
+        dense /= np.maximum(np.linalg.norm(dense, axis=1, keepdims=True), 1e-12)
+        alone = [(i, j) for i in which for j in np.flatnonzero(~done[i])]
+        if alone:  # sentences the pooling could not place: encoded on their own, as before
+            fresh = self._encode_minilm([own[i][j] for i, j in alone], batch_size=batch_size)
+            for (i, j), vec in zip(alone, fresh, strict=True):
+                vecs[i][j] = vec
+        return dense, vecs
 
     def embed_query(self, text: str, *, vectors: Sequence[str]) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -193,3 +249,47 @@ class Embedder:
             vecs = np.asarray(self.use.encode(list(texts)), dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
+
+
+def _sentence_spans(text: str, sentences: Sequence[str]) -> list[tuple[int, int] | None]:
+    """Character span of each sentence in `text`, in order (the splitter may have collapsed spaces)."""
+    body = body_of(text)
+    cursor = len(text) - len(body) if text.endswith(body) else 0
+    out: list[tuple[int, int] | None] = []
+    for sentence in sentences:
+        at = text.find(sentence, cursor)
+        if at >= 0:
+            out.append((at, at + len(sentence)))
+            cursor = at + len(sentence)
+            continue
+        found = re.compile(r"\s+".join(re.escape(w) for w in sentence.split())).search(text, cursor)
+        out.append((found.start(), found.end()) if found else None)
+        if found:
+            cursor = found.end()
+    return out
+
+
+def _pool_window(tokens: np.ndarray, offsets: np.ndarray, start: int, spans: Sequence[tuple[int, int] | None],
+                 vecs: np.ndarray, done: np.ndarray) -> int | None:
+    """Pool the sentences this window covers into `vecs`; return where the next window starts, if any.
+
+    A sentence cut by the window's end waits for the next window (which starts at it), unless it
+    already starts the window: a sentence longer than the window is pooled over what fits, as a
+    standalone encode would truncate it.
+    """
+    real = offsets[:, 1] > offsets[:, 0]  # special tokens have empty offsets
+    if not real.any():
+        return None
+    end = int(offsets[real, 1].max())
+    for j, span in enumerate(spans):
+        if done[j] or span is None or span[0] < start or span[0] >= end:
+            continue
+        if span[1] > end and span[0] > start:
+            continue
+        inside = real & (offsets[:, 0] >= span[0]) & (offsets[:, 1] <= span[1])
+        if inside.any():
+            vec = tokens[inside].mean(axis=0)
+            vecs[j] = vec / max(float(np.linalg.norm(vec)), 1e-12)
+            done[j] = True
+    rest = [span[0] for j, span in enumerate(spans) if not done[j] and span is not None and span[0] > start]
+    return min(rest) if rest else None  # strictly after `start`: every window moves on

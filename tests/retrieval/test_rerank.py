@@ -13,16 +13,20 @@ import numpy as np
 import pytest
 import torch
 
+import retrieval.rerank as rerank_module
 from bot.services import open_services
 from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder, bundled_model_dir
 from retrieval.ingest import vector_row
 from retrieval.rerank import (
     COVERAGE_FLOOR,
+    UNKNOWN_TERM_FACTOR,
     Candidate,
     CrossEncoderReranker,
     SentenceReranker,
+    _near_miss,
     best_sentence,
     build_reranker,
+    misspelt_only,
 )
 from tests.conftest import make_settings
 
@@ -72,6 +76,30 @@ def test_coverage_penalises_chunks_missing_the_question_terms(embedder: Embedder
     assert with_terms[1] < without[1]
     assert with_terms[1] >= without[1] * COVERAGE_FLOOR - 1e-6
     assert with_terms[0] > with_terms[1]
+
+
+@pytest.mark.parametrize(("question", "scaled"), [
+    ("wholesale returns receipt", True),  # no candidate knows "wholesale": every score is scaled
+    ("electronicss returns receipt", False),  # a typo of "electronics", which they contain: not scaled
+])
+def test_one_unknown_term_scales_every_score_unless_it_is_a_typo(embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
+                                                                 question: str, scaled: bool) -> None:
+    cands = candidates(embedder, ["Returns. Retail returns are accepted within 30 days with a receipt.",
+                                  "Electronics. Electronics must be returned within 14 days with a receipt."])
+    q = query(embedder, question)
+    with_rule = SentenceReranker().score(query=question, query_vecs=q, language="en", candidates=cands)
+    monkeypatch.setattr(rerank_module, "UNKNOWN_TERM_FACTOR", 1.0)
+    without = SentenceReranker().score(query=question, query_vecs=q, language="en", candidates=cands)
+    factor = UNKNOWN_TERM_FACTOR if scaled else 1.0
+    assert with_rule == pytest.approx([s * factor for s in without], abs=1e-6)
+
+
+def test_near_misses_are_one_edit_for_short_words_and_two_for_long_ones() -> None:
+    vocab = {"substance", "characterized", "fell", "retail"}
+    assert misspelt_only("What is the susbtance?", "en", set(), []) is False  # no unknown term: nothing to excuse
+    assert _near_miss("susbtance", vocab) and _near_miss("charecterized", vocab) and _near_miss("fall", vocab)
+    assert not _near_miss("retial", vocab)  # six letters, two edits away
+    assert not _near_miss("wholesale", vocab)
 
 
 def test_missing_vectors_or_no_comparable_vector_score_zero(embedder: Embedder) -> None:
