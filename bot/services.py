@@ -88,7 +88,8 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
                             allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb)
         conversations = ConversationStore(db)
-        answerer = build_answerer(embedder=embedder, chat_model=settings.chat_model,
+        answerer = build_answerer(embedder=embedder, stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids),
+                                  chat_model=settings.chat_model,
                                   base_url=settings.openai_base_url, api_key=settings.openai_api_key,
                                   timeout_s=settings.llm_timeout_s)
         async with open_checkpointer(settings.checkpoint_path) as checkpointer:

@@ -14,7 +14,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,7 +30,7 @@ DENSE_ML = "dense_ml"
 SPARSE_EN = "sparse_en"
 SPARSE_AR = "sparse_ar"
 DENSE_SIZES = {DENSE: 384, DENSE_ML: 512}
-SENTENCE_CACHE_SIZE = 20_000  # ≈ 30 MB of MiniLM vectors
+SENTENCE_CACHE_SIZE = 20_000  # ≈ 30–40 MB of MiniLM and multilingual vectors
 # English sentence vectors pooled from the chunk's own forward pass (True) or encoded one sentence
 # at a time (False: ~3x the encoder time at ingestion). See docs/benchmarks.md, "Ingestion".
 SENTENCE_POOLING = True
@@ -71,7 +71,7 @@ class Embedder:
         self.model_dir = model_dir or bundled_model_dir()
         self._use_lock = threading.Lock()
         self._cache_lock = threading.Lock()
-        self._sentence_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._sentence_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     @cached_property
     def model(self) -> Any:
@@ -203,11 +203,12 @@ class Embedder:
 
     def embed_query(self, text: str, *, vectors: Sequence[str]) -> dict[str, object]:
         out: dict[str, object] = {}
+        # Through the sentence caches: the answerer compares the same question with the passages
+        # a moment later, and its vector is then already there.
         if DENSE in vectors:
-            out[DENSE] = self.model.encode([text], normalize_embeddings=True, show_progress_bar=False,
-                                           convert_to_numpy=True)[0].astype(np.float32).tolist()
+            out[DENSE] = self.encode_sentences([text])[0].tolist()
         if DENSE_ML in vectors and self.multilingual:
-            out[DENSE_ML] = self._encode_use([text])[0].tolist()
+            out[DENSE_ML] = self.encode_multilingual([text])[0].tolist()
         for name in (SPARSE_EN, SPARSE_AR):
             if name in vectors:
                 sparse = self.bm25[name].embed_query(text)
@@ -220,29 +221,35 @@ class Embedder:
         return set(self.bm25[name].embed_query(text).indices)
 
     def encode_sentences(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised MiniLM vectors, for answer extraction and topic matching.
+        """Normalised MiniLM vectors of standalone texts, for answer extraction and topic matching.
 
         Policy sentences recur across turns (many people ask about the same few policies), so
         vectors are kept in a bounded per-process cache and only unseen texts are encoded.
         """
-        missing = list(dict.fromkeys(t for t in texts if t not in self._sentence_cache))
-        if missing:
-            fresh = self.model.encode(missing, batch_size=64, normalize_embeddings=True,
-                                      show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
-            with self._cache_lock:
-                for text, vec in zip(missing, fresh, strict=True):
-                    self._sentence_cache[text] = vec
-                    self._sentence_cache.move_to_end(text)
-                while len(self._sentence_cache) > SENTENCE_CACHE_SIZE:
-                    self._sentence_cache.popitem(last=False)
-        local = {t: self._sentence_cache.get(t) for t in texts}
-        if any(v is None for v in local.values()):  # evicted meanwhile by a concurrent caller
-            return self.model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                     show_progress_bar=False, convert_to_numpy=True)
-        return np.stack([local[t] for t in texts]) if texts else np.zeros((0, DENSE_SIZES[DENSE]), np.float32)
+        return self._cached(DENSE, texts, lambda missing: self._encode_minilm(missing, batch_size=64))
 
     def encode_multilingual(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode_use(texts)
+        """Normalised multilingual (USE) vectors, cached like `encode_sentences`."""
+        return self._cached(DENSE_ML, texts, self._encode_use)
+
+    def _cached(self, space: str, texts: Sequence[str],
+                encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DENSE_SIZES[space]), np.float32)
+        cache = self._sentence_cache
+        with self._cache_lock:
+            found = {t: cache[(space, t)] for t in texts if (space, t) in cache}
+            for t in found:
+                cache.move_to_end((space, t))
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            fresh = encode(missing)
+            with self._cache_lock:
+                for text, vec in zip(missing, fresh, strict=True):
+                    cache[(space, text)] = found[text] = vec
+                while len(cache) > SENTENCE_CACHE_SIZE:
+                    cache.popitem(last=False)
+        return np.stack([found[t] for t in texts])
 
     def _encode_use(self, texts: Sequence[str]) -> np.ndarray:
         with self._use_lock:  # the numpy encoder keeps per-call scratch state

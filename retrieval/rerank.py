@@ -65,7 +65,7 @@ class Reranker(Protocol):
               candidates: Sequence[Candidate]) -> list[float]: ...
 
 
-def _unpack(blob: bytes | None, dim: int) -> np.ndarray | None:
+def unpack_vectors(blob: bytes | None, dim: int) -> np.ndarray | None:
     if not blob or not dim:
         return None
     return np.frombuffer(blob, dtype=np.float16).astype(np.float32).reshape(-1, dim)
@@ -160,15 +160,15 @@ class SentenceReranker:
         row = cand.vectors
         if row is None:
             return 0.0
-        sents = _unpack(row["sentence_vecs"], row["sent_dim"])
+        sents = unpack_vectors(row["sentence_vecs"], row["sent_dim"])
         if language == "en" and cand.lang == "en" and q_en is not None:
-            chunk = _unpack(row["chunk_vec"], row["dim"])
+            chunk = unpack_vectors(row["chunk_vec"], row["dim"])
             chunk_cos = float(chunk[0] @ q_en) if chunk is not None else 0.0
             best = float((sents @ q_en).max()) if sents is not None and len(sents) else chunk_cos
             base = SENTENCE_WEIGHT * best + (1 - SENTENCE_WEIGHT) * chunk_cos
             floor = COVERAGE_FLOOR
         elif q_ml is not None:
-            ml = _unpack(row["ml_vec"], row["ml_dim"])
+            ml = unpack_vectors(row["ml_vec"], row["ml_dim"])
             chunk_cos = float(ml[0] @ q_ml) if ml is not None else 0.0
             same_space = sents is not None and len(sents) and sents.shape[1] == q_ml.shape[0]
             floor = ML_COVERAGE_FLOOR
@@ -213,7 +213,7 @@ def best_sentence(row: Any, query_vec: Sequence[float]) -> tuple[str, float] | N
     `query_vec` must come from the model the chunk's sentences were embedded with (MiniLM for
     English chunks, the multilingual model otherwise: see `row["sent_dim"]`).
     """
-    sents = _unpack(row["sentence_vecs"], row["sent_dim"])
+    sents = unpack_vectors(row["sentence_vecs"], row["sent_dim"])
     q = np.asarray(query_vec, dtype=np.float32)
     if sents is None or not len(sents) or sents.shape[1] != q.shape[0]:
         return None

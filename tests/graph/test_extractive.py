@@ -1,0 +1,72 @@
+"""The extractive answerer encodes only a shortlist when stored sentence vectors are at hand."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from graph.answerers import AnswerRequest
+from graph.answerers.extractive import SHORTLIST, ExtractiveAnswerer
+from retrieval.embed import Embedder
+from retrieval.search import Passage
+from retrieval.sentences import body_of, split_sentences
+
+pytestmark = pytest.mark.slow
+
+FILLER = [f"Room {n} on the {n}th floor is booked through the facilities desk each {day}." for n, day in
+          zip(range(2, 14), ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"] * 2, strict=True)]
+TEXT = ("# Parking\n\n" + " ".join(FILLER[:6]) + " Staff parking costs USD 40 per month at the north garage."
+        " Visitors park free for the first two hours. " + " ".join(FILLER[6:]) + "\n")
+
+
+class CountingEmbedder:
+    """The real embedder, counting what each call had to encode."""
+
+    def __init__(self, real: Embedder) -> None:
+        self.real, self.encoded = real, []
+
+    def encode_sentences(self, texts):
+        self.encoded.append(list(texts))
+        return self.real.encode_sentences(texts)
+
+    def encode_multilingual(self, texts):
+        self.encoded.append(list(texts))
+        return self.real.encode_multilingual(texts)
+
+
+def _request(question: str) -> AnswerRequest:
+    passage = Passage(chunk_id="t:facilities/parking:v1:0000", doc_id="facilities/parking", version="v1",
+                      title="Parking", source_path="parking.md", page=None, heading="Parking", text=TEXT,
+                      score=0.8, rrf=0.03, owner=None, policy_id=None, lang="en")
+    return AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
+
+
+async def test_stored_vectors_shortlist_what_is_encoded_and_the_answer_stays_the_same(embedder: Embedder) -> None:
+    sentences = split_sentences(body_of(TEXT))
+    stored_vecs = embedder.encode_sentences(sentences).astype(np.float16)
+    row = {"sentences": json.dumps(sentences), "sent_dim": 384, "sentence_vecs": stored_vecs.tobytes()}
+
+    async def stored(ids):
+        return {i: row for i in ids}
+
+    question = "How much does staff parking cost per month?"
+    plain = ExtractiveAnswerer(embedder=CountingEmbedder(embedder))
+    short_embedder = CountingEmbedder(embedder)
+    short = ExtractiveAnswerer(embedder=short_embedder, stored_vectors=stored)
+
+    expected = (await plain.respond(_request(question))).message.content
+    got = (await short.respond(_request(question))).message.content
+    assert "USD 40 per month" in got and got == expected
+    encoded = sum(len(batch) for batch in short_embedder.encoded)
+    assert len(sentences) > SHORTLIST + 3
+    assert encoded <= 1 + SHORTLIST + 2  # the question, the shortlist, the best ones' neighbours
+
+
+async def test_without_stored_vectors_every_sentence_is_scored(embedder: Embedder) -> None:
+    counting = CountingEmbedder(embedder)
+    answerer = ExtractiveAnswerer(embedder=counting)
+    draft = await answerer.respond(_request("How much does staff parking cost per month?"))
+    assert "USD 40 per month" in draft.message.content
+    assert sum(len(b) for b in counting.encoded) == 1 + len(split_sentences(body_of(TEXT)))
