@@ -108,10 +108,13 @@ async def _handbooks(ws: Workspace) -> None:
     within = [f for f in firings if not all(_across(c.first.doc_id, c.second.doc_id) for c in f.report.conflicts)]
     table(f"Conflict detector on the labelled handbook questions with a single right answer (tenant {tenant})",
           ["corpus", "questions", "fired (false alarms)"], rows,
-          note=f"false-alarm rate {len(firings)}/{len(answerable)} = {target(rate, TARGET, higher=False)}; "
-               f"within one company's handbook: {len(within)}/{len(answerable)}; the other "
+          note=f"false alarms as one organisation sees them (both passages from the question's own "
+               f"company handbook, where each labelled question has its single right answer): {len(within)}/"
+               f"{len(answerable)} = {target(len(within) / len(answerable), TARGET, higher=False)}. "
+               f"All firings in the mixed tenant: {len(firings)}/{len(answerable)} = {rate:.3f}; the other "
                f"{len(firings) - len(within)} pair two companies' handbooks, which one tenant holds here: "
-               "nothing in a passage says which applies, so they stay conflicts by design.\n"
+               "there the question has two answers and nothing in a passage says which applies, so they "
+               "stay conflicts by design.\n"
                f"{gated} questions stopped at the score gate (the detector does not run there).")
     for f in firings:
         print(f"- {f.question.qid}: {_short(f.question.text, 100)}")

@@ -60,7 +60,7 @@ BUILDERS = {"handbooks": build_handbooks, "squad": build_squad, "xq_en": build_x
 def _baselines(outcomes: Sequence[Outcome]) -> dict[str, list[float]]:
     """The reference scores the issue quotes, recomputed on the same candidates: max chunk cosine,
     and best sentence cosine within the four chunks closest by chunk cosine (MiniLM)."""
-    from retrieval.rerank import _unpack
+    from retrieval.rerank import unpack_vectors
 
     chunk_best, sent_best = [], []
     for o in outcomes:
@@ -75,8 +75,8 @@ def _baselines(outcomes: Sequence[Outcome]) -> dict[str, list[float]]:
             row = c.vectors
             if row is None:
                 continue
-            cv = _unpack(row["chunk_vec"], row["dim"])
-            sv = _unpack(row["sentence_vecs"], row["sent_dim"])
+            cv = unpack_vectors(row["chunk_vec"], row["dim"])
+            sv = unpack_vectors(row["sentence_vecs"], row["sent_dim"])
             cos = float(cv[0] @ q) if cv is not None else -1.0
             best = float((sv @ q).max()) if sv is not None and len(sv) and sv.shape[1] == len(q) else cos
             rows.append((cos, best))
