@@ -89,6 +89,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
                             allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb)
         conversations = ConversationStore(db)
         answerer = build_answerer(embedder=embedder, stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids),
+                                  prepared_vectors=lambda ids: catalog.load_answer_vectors(chunk_ids=ids),
                                   chat_model=settings.chat_model,
                                   base_url=settings.openai_base_url, api_key=settings.openai_api_key,
                                   timeout_s=settings.llm_timeout_s)

@@ -228,6 +228,10 @@ class Embedder:
         """
         return self._cached(DENSE, texts, lambda missing: self._encode_minilm(missing, batch_size=64))
 
+    def encode_standalone(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised MiniLM vectors of many texts, bypassing the cache (bulk preparation)."""
+        return self._encode_minilm(texts, batch_size=64)
+
     def encode_multilingual(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised multilingual (USE) vectors, cached like `encode_sentences`."""
         return self._cached(DENSE_ML, texts, self._encode_use)

@@ -168,6 +168,36 @@ class Catalog:
         ) as cur:
             return {r["chunk_id"]: r for r in await cur.fetchall()}
 
+    async def chunks_without_answer_vectors(self, *, limit: int,
+                                            chunk_ids: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(chunk_id, text) of English chunks of published or scheduled versions (or of `chunk_ids`)
+        whose answer sentences have no standalone vectors yet, newest first."""
+        only = f" AND c.chunk_id IN ({','.join('?' * len(chunk_ids))})" if chunk_ids is not None else ""
+        async with self._conn.execute(
+            "SELECT c.chunk_id, c.text FROM chunks c JOIN versions v ON v.tenant_id=c.tenant_id AND"
+            " v.doc_id=c.doc_id AND v.version=c.version WHERE c.lang='en' AND v.state IN ('published','scheduled')"
+            f" AND NOT EXISTS (SELECT 1 FROM answer_vectors a WHERE a.chunk_id=c.chunk_id){only}"
+            " ORDER BY c.rowid DESC LIMIT ?", (*(chunk_ids or ()), limit),
+        ) as cur:
+            return [(r["chunk_id"], r["text"]) for r in await cur.fetchall()]
+
+    async def store_answer_vectors(self, *, rows: Sequence[dict[str, object]]) -> None:
+        """Per chunk: chunk_id, texts (JSON list), dim, vecs (float16 bytes). A chunk removed
+        meanwhile is skipped."""
+        async with transaction(self._conn) as conn:
+            await conn.executemany(
+                "INSERT OR REPLACE INTO answer_vectors (chunk_id, texts, dim, vecs) SELECT :chunk_id, :texts,"
+                " :dim, :vecs WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id=:chunk_id)", rows)
+
+    async def load_answer_vectors(self, *, chunk_ids: Sequence[str]) -> dict[str, aiosqlite.Row]:
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        async with self._conn.execute(
+            f"SELECT * FROM answer_vectors WHERE chunk_id IN ({marks})", list(chunk_ids)
+        ) as cur:
+            return {r["chunk_id"]: r for r in await cur.fetchall()}
+
     async def version_chunks(self, *, tenant_id: str, doc_id: str, version: str) -> list[NewChunk]:
         async with self._conn.execute(
             "SELECT chunk_id, point_id, seq, text, heading, page, source_key, token_count, lang"
@@ -315,10 +345,11 @@ class Catalog:
     async def forget_version_content(self, *, tenant_id: str, doc_id: str, version: str) -> None:
         """After the index confirmed the deletes: drop the text and close the manifest."""
         async with transaction(self._conn) as conn:
-            await conn.execute(
-                "DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT chunk_id FROM chunks WHERE tenant_id=?"
-                " AND doc_id=? AND version=?)", (tenant_id, doc_id, version)
-            )
+            for table in ("chunk_vectors", "answer_vectors"):
+                await conn.execute(
+                    f"DELETE FROM {table} WHERE chunk_id IN (SELECT chunk_id FROM chunks WHERE tenant_id=?"
+                    " AND doc_id=? AND version=?)", (tenant_id, doc_id, version)
+                )
             await conn.execute(
                 "DELETE FROM chunks WHERE tenant_id=? AND doc_id=? AND version=?", (tenant_id, doc_id, version)
             )

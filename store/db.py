@@ -209,6 +209,15 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at TEXT NOT NULL
     );
     """,
+    # Standalone vectors of the sentences the extractive answerer quotes, filled after publication.
+    """
+    CREATE TABLE IF NOT EXISTS answer_vectors (
+        chunk_id TEXT PRIMARY KEY REFERENCES chunks(chunk_id) ON DELETE CASCADE,
+        texts TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vecs BLOB NOT NULL
+    );
+    """,
 )
 
 

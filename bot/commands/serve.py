@@ -30,12 +30,14 @@ from bot.commands.common import CommandError, local_services
 from bot.job_status import JobStatusNotifier
 from bot.services import Services, running_server, server_file
 from bot.settings import Settings
+from graph.answerers.extractive import prepare_answer_vectors
 from store.disk import LowDiskError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 3000
 INGEST_POLL_S = 3.0
+PREPARE_BATCH = 32  # chunks whose answer sentences are prepared per worker pass (~2 s of encoding)
 DRAIN_S = 20.0
 
 
@@ -116,6 +118,8 @@ async def ingestion_pass(services: Services, notifier: JobStatusNotifier | None 
     done = await services.ingestor.run_pending(on_progress=notifier)
     if notifier is not None:
         await notifier.catch_up()
+    # Then, a batch at a time, what makes answers on new chunks fast (see prepare_answer_vectors).
+    await prepare_answer_vectors(services.catalog, services.embedder, limit=PREPARE_BATCH)
     return done
 
 

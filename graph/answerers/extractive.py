@@ -5,10 +5,15 @@ question: cosine similarity (MiniLM for English, the multilingual encoder when t
 passage is not English) plus a lexical-overlap bonus plus a little of the passage's rerank score.
 The best sentence is kept; a sentence with a number keeps its adjacent exception sentence from the
 same passage ("… USD 250." + "During trade-show weeks …"); other sentences close to the best one
-fill up to 3. With the sentence vectors stored at ingestion at hand, only a shortlist is encoded
-on its own: the best SHORTLIST by the stored vectors and the cheap features, their neighbours and
-the sentences with no stored vector (on SQuAD the quoted answer contains the gold span as often as
-when every sentence is encoded: 0.861 of 180 answered). Each becomes one line:
+fill up to 3.
+
+Cosines come from standalone MiniLM vectors (~4 ms a sentence to encode here). `cairn serve`
+prepares them for every published English chunk in the background (`prepare_answer_vectors`),
+so a turn on prepared chunks encodes only the question, which the search already did. Otherwise
+only a shortlist is encoded: the best SHORTLIST by the sentence vectors pooled at ingestion and
+the cheap features, the sentences with no pooled vector and a number's neighbours (on SQuAD the
+quoted answer contains the gold span as often as when every sentence is encoded: 0.861 of 180
+answered). Each becomes one line:
 
     According to <title> (<section>): “<sentence>” [chunk_id]
 
@@ -45,7 +50,7 @@ ADJACENT_MARGIN = 0.10
 NUMBER_BONUS = 0.10
 NAME_PENALTY = 0.15  # the question names London: a sentence about Boston is a worse answer
 MIN_SENTENCE_CHARS = 12
-SHORTLIST = 8  # sentences encoded on their own per turn (plus neighbours and unstored ones)
+SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
 
 _EXCEPTION_START = re.compile(
     r"^(?:[-•*]\s*)?(?:except|unless|however|but|exceptions?|during|with (?:written|prior)|if|when|only|"
@@ -86,9 +91,11 @@ class ExtractiveAnswerer:
     fallback: Answerer | None = None
 
     def __init__(self, *, embedder: Any, stored_vectors: StoredVectors | None = None,
-                 max_passages: int = MAX_PASSAGES, max_sentences: int = MAX_SENTENCES) -> None:
+                 prepared_vectors: StoredVectors | None = None, max_passages: int = MAX_PASSAGES,
+                 max_sentences: int = MAX_SENTENCES) -> None:
         self.embedder = embedder
         self.stored_vectors = stored_vectors
+        self.prepared_vectors = prepared_vectors
         self.max_passages = max_passages
         self.max_sentences = max_sentences
 
@@ -101,8 +108,9 @@ class ExtractiveAnswerer:
                          {"error": "no sentence above the floor"})
         multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
         stored = await self._stored(passages, multilingual)
+        prepared = {} if multilingual else await self._prepared(passages)
         scores, cosine = await asyncio.to_thread(self._score, request.question, sentences, passages, multilingual,
-                                                 stored)
+                                                 stored, prepared)
         picks = _pick(sentences, scores, cosine, max_sentences=self.max_sentences)
         lines = [_line(passages[s.passage], s.text, request.language) for s in picks]
         allowed = [p.chunk_id for p in passages]
@@ -130,8 +138,21 @@ class ExtractiveAnswerer:
                 stored.update(zip(texts, vecs, strict=True))
         return stored
 
+    async def _prepared(self, passages: Sequence[Passage]) -> dict[str, np.ndarray]:
+        """Standalone MiniLM vectors of these passages' candidate sentences, where the background
+        preparation (`prepare_answer_vectors`) has already stored them."""
+        if self.prepared_vectors is None:
+            return {}
+        prepared: dict[str, np.ndarray] = {}
+        for row in (await self.prepared_vectors([p.chunk_id for p in passages])).values():
+            vecs, texts = unpack_vectors(row["vecs"], row["dim"]), json.loads(row["texts"])
+            if vecs is not None and len(vecs) == len(texts):
+                prepared.update(zip(texts, vecs, strict=True))
+        return prepared
+
     def _score(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
-               multilingual: bool, stored: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+               multilingual: bool, stored: Mapping[str, np.ndarray],
+               prepared: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Total score and cosine per sentence; a sentence left off the shortlist scores -inf."""
         q_tokens = _tokens(question)
         lexical = np.array([len(q_tokens & _tokens(s.scored_text)) / max(len(q_tokens), 1) for s in sentences],
@@ -146,44 +167,81 @@ class ExtractiveAnswerer:
 
         encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
         q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
-        exact = stored if multilingual else {}
-        shortlist = range(len(sentences)) if multilingual else _shortlist(sentences, stored, q, rest)
-        fresh = list(dict.fromkeys(sentences[i].scored_text for i in shortlist
-                                   if sentences[i].scored_text not in exact))
-        vecs = {**exact, **dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))}
+        exact = stored if multilingual else prepared
         cosine = np.full(len(sentences), -1.0, dtype=np.float32)
-        for i in shortlist:
-            cosine[i] = float(vecs[sentences[i].scored_text] @ q)
         total = np.full(len(sentences), -np.inf, dtype=np.float32)
-        total[list(shortlist)] = (cosine + rest)[list(shortlist)]
+
+        def score(indices: Sequence[int]) -> None:
+            fresh = list(dict.fromkeys(sentences[i].scored_text for i in indices
+                                       if sentences[i].scored_text not in exact))
+            vecs = {**exact, **dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))}
+            for i in indices:
+                cosine[i] = float(vecs[sentences[i].scored_text] @ q)
+                total[i] = cosine[i] + rest[i]
+
+        if multilingual:  # the stored multilingual vectors are the ones encode_multilingual gives
+            score(range(len(sentences)))
+            return total, cosine
+        ready = [i for i, s in enumerate(sentences) if s.scored_text in exact]
+        score(ready)
+        if len(ready) < len(sentences):
+            score(_shortlist(sentences, stored, q, rest, skip=set(ready)))
+        best = sentences[int(np.argmax(total))]
+        if re.search(r"\d", best.text):  # _pick weighs the neighbours of a number: score them too
+            score([i for i, s in enumerate(sentences) if s.passage == best.passage
+                   and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
 
 
 def _shortlist(sentences: Sequence[_Sentence], approx: Mapping[str, np.ndarray], q: np.ndarray,
-               rest: np.ndarray) -> list[int]:
+               rest: np.ndarray, *, skip: set[int]) -> list[int]:
     """The sentences worth encoding on their own: the best SHORTLIST by the stored (pooled) vectors
-    and the cheap features, their neighbours (an exception follows its number), and any sentence
-    with no stored vector (a table row with its header, a list item with its lead-in). Encoding
-    every candidate standalone costs ~4 ms a sentence here, the bulk of a turn."""
-    unknown = [i for i, s in enumerate(sentences) if s.scored_text not in approx]
-    rough = np.array([float(approx[s.scored_text] @ q) if s.scored_text in approx else 1.0 for s in sentences],
-                     dtype=np.float32) + rest
-    best = [int(i) for i in np.argsort(-rough, kind="stable")[:SHORTLIST]]
-    keep = set(best) | set(unknown)
-    for i in best[:3]:
-        keep |= {j for j, s in enumerate(sentences) if s.passage == sentences[i].passage
-                 and abs(s.index - sentences[i].index) == 1}
-    return sorted(keep)
+    and the cheap features, and any sentence with no stored vector (a table row with its header, a
+    list item with its lead-in). Encoding every candidate standalone costs ~4 ms a sentence here,
+    the bulk of a turn."""
+    rough = np.array([float(approx[s.scored_text] @ q) if s.scored_text in approx and i not in skip else -np.inf
+                      for i, s in enumerate(sentences)], dtype=np.float32) + rest
+    best = {int(i) for i in np.argsort(-rough, kind="stable")[:SHORTLIST] if np.isfinite(rough[i])}
+    return sorted(best | {i for i, s in enumerate(sentences) if s.scored_text not in approx and i not in skip})
+
+
+async def prepare_answer_vectors(catalog: Any, embedder: Any, *, limit: int = 64,
+                                 chunk_ids: Sequence[str] | None = None) -> int:
+    """Store standalone vectors of the candidate sentences of up to `limit` English chunks that have
+    none yet (store.catalog.Catalog.chunks_without_answer_vectors); returns how many chunks.
+
+    Ingestion stores sentence vectors pooled from each chunk's single pass (cheap, good for
+    ranking); the answerer's choice of sentence needs standalone ones, which cost ~4 ms a
+    sentence. The server prepares them after publication, a batch at a time, so turns on
+    prepared chunks encode nothing but the question."""
+    pending = await catalog.chunks_without_answer_vectors(limit=limit, chunk_ids=chunk_ids)
+    if not pending:
+        return 0
+    texts = [list(dict.fromkeys(s.scored_text for s in _candidates(text))) for _, text in pending]
+    flat = [t for group in texts for t in group]
+    vecs = await asyncio.to_thread(embedder.encode_standalone, flat) if flat else np.zeros((0, DENSE_SIZES[DENSE]))
+    rows, at = [], 0
+    for (chunk_id, _), group in zip(pending, texts, strict=True):
+        block = np.asarray(vecs[at:at + len(group)], dtype=np.float16)
+        at += len(group)
+        rows.append({"chunk_id": chunk_id, "texts": json.dumps(group, ensure_ascii=False),
+                     "dim": DENSE_SIZES[DENSE], "vecs": block.tobytes()})
+    await catalog.store_answer_vectors(rows=rows)
+    return len(rows)
 
 
 def _sentences(passage_no: int, passage: Passage) -> list[_Sentence]:
+    return _candidates(passage.text, passage_no)
+
+
+def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
     """Candidate sentences. A lead-in ending with a colon and a short heading line are not answers on
     their own: they are quoted together with (and give context to) the list items or rows they
     introduce. A table row is shown with its column names."""
     out: list[_Sentence] = []
     header: list[str] | None = None
     lead_in = ""
-    for line in body_of(passage.text).splitlines():
+    for line in body_of(text).splitlines():
         stripped = line.strip()
         if not stripped:
             continue

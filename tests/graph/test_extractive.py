@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from bot.services import Services
 from graph.answerers import AnswerRequest
-from graph.answerers.extractive import SHORTLIST, ExtractiveAnswerer
+from graph.answerers.extractive import SHORTLIST, ExtractiveAnswerer, prepare_answer_vectors
 from retrieval.embed import Embedder
 from retrieval.search import Passage
 from retrieval.sentences import body_of, split_sentences
@@ -70,3 +71,35 @@ async def test_without_stored_vectors_every_sentence_is_scored(embedder: Embedde
     draft = await answerer.respond(_request("How much does staff parking cost per month?"))
     assert "USD 40 per month" in draft.message.content
     assert sum(len(b) for b in counting.encoded) == 1 + len(split_sentences(body_of(TEXT)))
+
+
+async def test_prepared_answer_vectors_leave_only_the_question_to_encode(handbook: Services) -> None:
+    catalog, embedder = handbook.catalog, handbook.embedder
+    pending = await catalog.chunks_without_answer_vectors(limit=10_000)
+    assert pending
+    prepared = 0
+    while (batch := await prepare_answer_vectors(catalog, embedder, limit=40)):
+        prepared += batch
+    assert prepared == len(pending) and await catalog.chunks_without_answer_vectors(limit=10) == []
+
+    question = "What is the nightly hotel limit in London?"
+    result = await handbook.searcher.search(question, handbook.access.resolve_cli(None))
+    request = AnswerRequest(question=question, language="en", passages=result.passages,
+                            min_score=result.min_score, messages=[])
+    counting = CountingEmbedder(embedder)
+    fast = ExtractiveAnswerer(embedder=counting, prepared_vectors=lambda ids: catalog.load_answer_vectors(
+        chunk_ids=ids), stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids))
+    plain = ExtractiveAnswerer(embedder=CountingEmbedder(embedder))
+    got = (await fast.respond(request)).message.content
+    assert got == (await plain.respond(request)).message.content and "GBP 210" in got
+    assert [len(batch) for batch in counting.encoded if batch] == [1]  # the question, nothing else
+
+
+async def test_removed_versions_take_their_prepared_vectors_with_them(handbook: Services) -> None:
+    catalog = handbook.catalog
+    while await prepare_answer_vectors(catalog, handbook.embedder, limit=64):
+        pass
+    travel = [c for c in await catalog.version_chunks(tenant_id="larkspur", doc_id="finance/travel", version="v1")]
+    assert await catalog.load_answer_vectors(chunk_ids=[c.chunk_id for c in travel])
+    assert await handbook.ingestor.withdraw(tenant_id="larkspur", doc_id="finance/travel")
+    assert await catalog.load_answer_vectors(chunk_ids=[c.chunk_id for c in travel]) == {}
