@@ -160,11 +160,14 @@ class Catalog:
             )
 
     async def load_vectors(self, *, chunk_ids: Sequence[str]) -> dict[str, aiosqlite.Row]:
+        return await self._rows_by_chunk("chunk_vectors", chunk_ids)
+
+    async def _rows_by_chunk(self, table: str, chunk_ids: Sequence[str]) -> dict[str, aiosqlite.Row]:
         if not chunk_ids:
             return {}
         marks = ",".join("?" * len(chunk_ids))
         async with self._conn.execute(
-            f"SELECT * FROM chunk_vectors WHERE chunk_id IN ({marks})", list(chunk_ids)
+            f"SELECT * FROM {table} WHERE chunk_id IN ({marks})", list(chunk_ids)
         ) as cur:
             return {r["chunk_id"]: r for r in await cur.fetchall()}
 
@@ -190,13 +193,7 @@ class Catalog:
                 " :dim, :vecs WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id=:chunk_id)", rows)
 
     async def load_answer_vectors(self, *, chunk_ids: Sequence[str]) -> dict[str, aiosqlite.Row]:
-        if not chunk_ids:
-            return {}
-        marks = ",".join("?" * len(chunk_ids))
-        async with self._conn.execute(
-            f"SELECT * FROM answer_vectors WHERE chunk_id IN ({marks})", list(chunk_ids)
-        ) as cur:
-            return {r["chunk_id"]: r for r in await cur.fetchall()}
+        return await self._rows_by_chunk("answer_vectors", chunk_ids)
 
     async def version_chunks(self, *, tenant_id: str, doc_id: str, version: str) -> list[NewChunk]:
         async with self._conn.execute(
