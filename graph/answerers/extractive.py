@@ -107,10 +107,14 @@ class ExtractiveAnswerer:
             return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
                          {"error": "no sentence above the floor"})
         multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
-        stored = await self._stored(passages, multilingual)
-        prepared = {} if multilingual else await self._prepared(passages)
+        if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
+            exact, approx = await self._stored(passages, DENSE_SIZES[DENSE_ML]), {}
+        else:
+            exact = await self._prepared(passages)
+            approx = {} if all(s.scored_text in exact for s in sentences) else \
+                await self._stored(passages, DENSE_SIZES[DENSE])
         scores, cosine = await asyncio.to_thread(self._score, request.question, sentences, passages, multilingual,
-                                                 stored, prepared)
+                                                 exact, approx)
         picks = _pick(sentences, scores, cosine, max_sentences=self.max_sentences)
         lines = [_line(passages[s.passage], s.text, request.language) for s in picks]
         allowed = [p.chunk_id for p in passages]
@@ -122,38 +126,25 @@ class ExtractiveAnswerer:
                                "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
         return Draft(draft_message("\n".join(lines), answerer=self.name), info)
 
-    async def _stored(self, passages: Sequence[Passage], multilingual: bool) -> dict[str, np.ndarray]:
-        """Sentence vectors stored at ingestion for these passages, keyed by sentence text, in the space
-        this turn compares in (multilingual: USE, as `encode_multilingual` gives; English: MiniLM
+    async def _stored(self, passages: Sequence[Passage], dim: int) -> dict[str, np.ndarray]:
+        """Sentence vectors stored at ingestion for these passages, keyed by sentence text, if they are
+        in the space of `dim` (multilingual: USE, as `encode_multilingual` gives; English: MiniLM
         pooled inside the chunk, close to but not the standalone vectors the scoring uses)."""
-        if self.stored_vectors is None:
-            return {}
-        dim = DENSE_SIZES[DENSE_ML] if multilingual else DENSE_SIZES[DENSE]
-        rows = await self.stored_vectors([p.chunk_id for p in passages])
-        stored: dict[str, np.ndarray] = {}
-        for row in rows.values():
-            vecs = unpack_vectors(row["sentence_vecs"], row["sent_dim"]) if row["sent_dim"] == dim else None
-            texts = json.loads(row["sentences"])
-            if vecs is not None and len(vecs) == len(texts):
-                stored.update(zip(texts, vecs, strict=True))
-        return stored
+        return await _by_text(self.stored_vectors, passages, texts="sentences", vecs="sentence_vecs",
+                              dim="sent_dim", want=dim)
 
     async def _prepared(self, passages: Sequence[Passage]) -> dict[str, np.ndarray]:
         """Standalone MiniLM vectors of these passages' candidate sentences, where the background
         preparation (`prepare_answer_vectors`) has already stored them."""
-        if self.prepared_vectors is None:
-            return {}
-        prepared: dict[str, np.ndarray] = {}
-        for row in (await self.prepared_vectors([p.chunk_id for p in passages])).values():
-            vecs, texts = unpack_vectors(row["vecs"], row["dim"]), json.loads(row["texts"])
-            if vecs is not None and len(vecs) == len(texts):
-                prepared.update(zip(texts, vecs, strict=True))
-        return prepared
+        return await _by_text(self.prepared_vectors, passages, texts="texts", vecs="vecs", dim="dim",
+                              want=DENSE_SIZES[DENSE])
 
     def _score(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
-               multilingual: bool, stored: Mapping[str, np.ndarray],
-               prepared: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Total score and cosine per sentence; a sentence left off the shortlist scores -inf."""
+               multilingual: bool, exact: Mapping[str, np.ndarray],
+               approx: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Total score and cosine per sentence. `exact` vectors are used as they are; English
+        sentences without one are shortlisted with the `approx` ones, and a sentence left off the
+        shortlist scores -inf."""
         q_tokens = _tokens(question)
         lexical = np.array([len(q_tokens & _tokens(s.scored_text)) / max(len(q_tokens), 1) for s in sentences],
                            dtype=np.float32)
@@ -167,30 +158,42 @@ class ExtractiveAnswerer:
 
         encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
         q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
-        exact = stored if multilingual else prepared
         cosine = np.full(len(sentences), -1.0, dtype=np.float32)
         total = np.full(len(sentences), -np.inf, dtype=np.float32)
 
         def score(indices: Sequence[int]) -> None:
             fresh = list(dict.fromkeys(sentences[i].scored_text for i in indices
                                        if sentences[i].scored_text not in exact))
-            vecs = {**exact, **dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))}
+            vecs = dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True)) if fresh else {}
             for i in indices:
-                cosine[i] = float(vecs[sentences[i].scored_text] @ q)
+                cosine[i] = float(exact.get(sentences[i].scored_text, vecs.get(sentences[i].scored_text)) @ q)
                 total[i] = cosine[i] + rest[i]
 
-        if multilingual:  # the stored multilingual vectors are the ones encode_multilingual gives
-            score(range(len(sentences)))
-            return total, cosine
-        ready = [i for i, s in enumerate(sentences) if s.scored_text in exact]
-        score(ready)
+        ready = {i for i, s in enumerate(sentences) if s.scored_text in exact}
+        score(sorted(ready))
         if len(ready) < len(sentences):
-            score(_shortlist(sentences, stored, q, rest, skip=set(ready)))
+            score([i for i in range(len(sentences)) if i not in ready] if multilingual
+                  else _shortlist(sentences, approx, q, rest, skip=ready))
         best = sentences[int(np.argmax(total))]
         if re.search(r"\d", best.text):  # _pick weighs the neighbours of a number: score them too
             score([i for i, s in enumerate(sentences) if s.passage == best.passage
                    and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
+
+
+async def _by_text(load: StoredVectors | None, passages: Sequence[Passage], *, texts: str, vecs: str, dim: str,
+                   want: int) -> dict[str, np.ndarray]:
+    """Vectors of the passages' stored rows (columns `texts`, `vecs`, `dim`) keyed by text, when the
+    row's vectors have `want` dimensions."""
+    if load is None:
+        return {}
+    out: dict[str, np.ndarray] = {}
+    for row in (await load([p.chunk_id for p in passages])).values():
+        matrix = unpack_vectors(row[vecs], row[dim]) if row[dim] == want else None
+        keys = json.loads(row[texts])
+        if matrix is not None and len(matrix) == len(keys):
+            out.update(zip(keys, matrix, strict=True))
+    return out
 
 
 def _shortlist(sentences: Sequence[_Sentence], approx: Mapping[str, np.ndarray], q: np.ndarray,
