@@ -153,19 +153,33 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
     if len({p.doc_id for p in passages}) < 2:
         return ConflictReport()
     lexicon = _Lexicon(terms_of)
-    q_terms = lexicon.content(question)
+    vocabulary = frozenset().union(*(lexicon.content(f"{p.heading.replace('>', ' ')} {body_of(p.text)}")
+                                     for p in passages))
+    excluded = frozenset().union(*(lexicon.content(scope) for scope in _negated_scopes(question)))
+    # Only the question's words the passages know count: a chatty question ("hey, quick one, I'm
+    # heading to …") must not dilute the half-the-terms rule with words no policy uses. A
+    # question that shares no word with them was asked in another language: the best passage's
+    # section names what it is about.
+    q_terms = (lexicon.content(question) & vocabulary) - excluded
+    if not q_terms:
+        q_terms = lexicon.content(" ".join(passages[0].heading.split(">")[1:]) or passages[0].heading) - excluded
     if not q_terms:
         return ConflictReport()
     need = max(1, ceil(len(q_terms) / 2))
     by_chunk = {p.chunk_id: p for p in passages}
+    overridden: set[str] = set(_superseded_by_text(passages, q_terms, lexicon))
     quantities: list[Quantity] = []
     for p in passages:
+        if p.chunk_id in overridden:
+            continue
         heading = p.heading.replace(">", " ")
         heading_terms = lexicon.content(heading)
         for statement, header in _statements(body_of(p.text)):
             shared = (lexicon.content(statement) | lexicon.content(" ".join(header or ())) | heading_terms) & q_terms
             if not shared:
                 continue  # a conflict needs `need` shared terms on both sides; "supersedes" only one
+            if excluded and excluded <= lexicon.content(statement) and _SCOPED.search(statement):
+                continue  # "outside trade-show weeks": the question sets this exception aside
             for unit, value, raw, start, end in _located(statement):
                 subject, near = (_row_subject(statement, start, header, heading, lexicon) if header is not None
                                  else _sentence_subject(statement, start, end, lexicon))
@@ -182,7 +196,6 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
     for q in quantities:
         values.setdefault((q.doc_id, q.unit), set()).add(q.value)
     conflicts: list[Conflict] = []
-    overridden: set[str] = set()
     for i, a in enumerate(quantities):
         for b in quantities[i + 1:]:
             if a.doc_id == b.doc_id or a.unit != b.unit or a.value == b.value or a.bound != b.bound:
@@ -204,6 +217,38 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
     for c in conflicts:
         unique.setdefault(tuple(sorted((c.first.doc_id, c.second.doc_id))), c)  # type: ignore[arg-type]
     return ConflictReport(conflicts=tuple(unique.values()), overridden=frozenset(overridden))
+
+
+_NEGATED_SCOPE = re.compile(
+    r"\b(?:outside(?: of)?|except(?: during| for| in)?|other than|apart from|excluding|not during|not in|besides)"
+    r"\s+(?:the\s+|a\s+|an\s+)?(?P<scope>[\w'’ -]{3,40}?)(?=[,;?.!]|\s+(?:what|how|which|can|do|is|are)\b|$)|"
+    r"(?:خارج|باستثناء|غير)\s+(?P<ar>[\w ]{3,30}?)(?=[،,؟?]|$)", re.IGNORECASE)
+
+
+def _negated_scopes(question: str) -> list[str]:
+    """The scopes a question sets aside ("outside trade-show weeks", "except during the sale")."""
+    return [m.group("scope") or m.group("ar") for m in _NEGATED_SCOPE.finditer(question)]
+
+
+def _superseded_by_text(passages: Sequence[PassageLike], q_terms: frozenset[int], lexicon: _Lexicon) -> set[str]:
+    """Chunks of a document that another passage says it supersedes, by that document's title
+    ("This notice supersedes the mileage rate in the Travel and Expenses Policy"), when the
+    superseded thing is what the question asks about. The whole notice wins for every question
+    about that value, whether or not the old passage's number shares a word with the question."""
+    out: set[str] = set()
+    for p in passages:
+        for sentence in split_sentences(body_of(p.text)):
+            if not _SUPERSEDES.search(sentence):
+                continue
+            about = lexicon.content(sentence) & q_terms
+            if not about:
+                continue
+            low = sentence.lower()
+            for other in passages:
+                if other.doc_id != p.doc_id and other.title and other.title.lower() in low \
+                        and lexicon.content(f"{other.heading.replace('>', ' ')} {other.text}") & about:
+                    out.add(other.chunk_id)
+    return out
 
 
 def _different_subjects(a: Quantity, b: Quantity) -> bool:

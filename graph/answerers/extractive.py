@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from graph.answerers import Answerer, AnswerRequest, Draft, draft_message
+from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, features
 from graph.validate import validate_answer
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
 from retrieval.rerank import unpack_vectors
@@ -43,11 +43,10 @@ from retrieval.sentences import body_of, split_sentences
 
 MAX_PASSAGES = 3
 MAX_SENTENCES = 3
-LEXICAL_WEIGHT = 0.35
+LEXICAL_WEIGHT = 0.45
 PASSAGE_WEIGHT = 0.10
 CLOSE_TO_BEST = 0.08
 ADJACENT_MARGIN = 0.10
-NUMBER_BONUS = 0.10
 NAME_PENALTY = 0.15  # the question names London: a sentence about Boston is a worse answer
 MIN_SENTENCE_CHARS = 12
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
@@ -56,20 +55,21 @@ _EXCEPTION_START = re.compile(
     r"^(?:[-•*]\s*)?(?:except|unless|however|but|exceptions?|during|with (?:written|prior)|if|when|only|"
     r"this does not|note|after|before|above|over|under|for (?:trips|flights|stays))\b|"
     r"^(?:[-•*]\s*)?(?:إلا|باستثناء|ولكن|لكن|إذا|اذا|ما لم|خلال|بعد|قبل)", re.IGNORECASE)
-_TOKEN = re.compile(r"\w+")
 # Document text addressed to an AI is never quoted as an answer (it is not obeyed either way).
 _INSTRUCTION_TO_AI = re.compile(
     r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|rules|prompt)\b|\b(?:note|message) to (?:ai|the ai|"
     r"assistants?|chatbots?|llms?)\b|\bsystem prompt\b|تجاهل.{0,30}التعليمات", re.IGNORECASE)
-_QUANTITY_CUE = re.compile(
-    r"\b(?:how (?:many|much|long|far|soon|often)|when|until|what time|which day|hours?|limit|rate|minimum|"
-    r"maximum|deadline|amount|cost|price|allowance|per (?:day|night|month|year))\b|كم|متى|حتى|ساعات|حد", re.IGNORECASE)
 _ITEM = re.compile(r"^(?:[-•*]|\d{1,2}[.)])\s+")
-_ARABIC_DIACRITICS = re.compile(r"[\u064B-\u0652\u0670\u0640]")
-_STOP = frozenset(
-    "the a an of to in on for and or is are be what which who how many much do does did i my me we our "
-    "you your can could may should will would with at by from this that it as if there when where per "
-    "any some get have has".split()) | frozenset("في من على إلى الى عن ما هل كم هو هي أن ان التي الذي مع".split())
+# A neighbour that gives the rule its scope: where it applies, to whom, in which currency, or what
+# it excludes ("In the United Kingdom, customers have statutory rights for longer …", "Administrators
+# …, and everyone in Finance, must use a hardware security key", "In local currency the per diem is …").
+_SCOPE_START = re.compile(
+    r"^(?:[-•*]\s*)?(?:in (?:the )?[A-Z][\w-]+|in local currency|outside|for (?:staff|employees|customers|"
+    r"contractors|part-time|managers|administrators|everyone)|everyone|administrators|staff (?:in|who|at)|"
+    r"customers (?:in|who)|this (?:exception|rule|limit|allowance) (?:applies|does not)|never|no |not )",
+    re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't|excluded|ineligible|except)\b|لا|ليس|غير|باستثناء",
+                       re.IGNORECASE)
 
 
 # chunk ids → their stored vector rows (store.catalog.Catalog.load_vectors)
@@ -115,7 +115,7 @@ class ExtractiveAnswerer:
                 await self._stored(passages, DENSE_SIZES[DENSE])
         scores, cosine = await asyncio.to_thread(self._score, request.question, sentences, passages, multilingual,
                                                  exact, approx)
-        picks = _pick(sentences, scores, cosine, max_sentences=self.max_sentences)
+        picks = _pick(sentences, scores, cosine, question=request.question, max_sentences=self.max_sentences)
         lines = [_line(passages[s.passage], s.text, request.language) for s in picks]
         allowed = [p.chunk_id for p in passages]
         if not validate_answer("\n".join(lines), allowed).ok:
@@ -145,17 +145,7 @@ class ExtractiveAnswerer:
         """Total score and cosine per sentence. `exact` vectors are used as they are; English
         sentences without one are shortlisted with the `approx` ones, and a sentence left off the
         shortlist scores -inf."""
-        q_tokens = _tokens(question)
-        lexical = np.array([len(q_tokens & _tokens(s.scored_text)) / max(len(q_tokens), 1) for s in sentences],
-                           dtype=np.float32)
-        rerank = np.array([passages[s.passage].score for s in sentences], dtype=np.float32)
-        wants_number = bool(_QUANTITY_CUE.search(question))
-        numeric = np.array([wants_number and bool(re.search(r"\d", s.text)) for s in sentences], dtype=np.float32)
-        names = _names(question)
-        off_topic = np.array([bool(names) and not names & _tokens(s.scored_text) for s in sentences],
-                             dtype=np.float32)
-        rest = LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank + NUMBER_BONUS * numeric - NAME_PENALTY * off_topic
-
+        rest = _features(question, sentences, passages)
         encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
         q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
         cosine = np.full(len(sentences), -1.0, dtype=np.float32)
@@ -175,10 +165,29 @@ class ExtractiveAnswerer:
             score([i for i in range(len(sentences)) if i not in ready] if multilingual
                   else _shortlist(sentences, approx, q, rest, skip=ready))
         best = sentences[int(np.argmax(total))]
-        if re.search(r"\d", best.text):  # _pick weighs the neighbours of a number: score them too
-            score([i for i, s in enumerate(sentences) if s.passage == best.passage
-                   and abs(s.index - best.index) == 1 and total[i] == -np.inf])
+        # _pick weighs the best sentence's neighbours (its exception, its scope): score them too.
+        score([i for i, s in enumerate(sentences) if s.passage == best.passage
+               and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
+
+
+def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> np.ndarray:
+    """Everything but the cosine, per sentence (see graph/answerers/features.py)."""
+    q_terms = features.with_places(features.tokens(question), question, widen=True)
+    sent_terms = [features.with_places(features.tokens(s.scored_text), s.scored_text) for s in sentences]
+    heading_terms = [features.tokens(p.heading) for p in passages]
+    weights = features.term_weights(q_terms, sent_terms)
+    lexical = np.array([features.coverage(weights, t, heading_terms[s.passage])
+                        for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
+    rerank = np.array([passages[s.passage].score for s in sentences], dtype=np.float32)
+    kind = features.answer_kind(question)
+    fit = np.array([features.kind_score(kind, s.text) for s in sentences], dtype=np.float32)
+    history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
+    named = features.names(question) | features.places(question, widen=True)
+    off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage])
+                          for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
+    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank + fit - features.HISTORY_PENALTY * history
+            - NAME_PENALTY * off_topic)
 
 
 async def _by_text(load: StoredVectors | None, passages: Sequence[Passage], *, texts: str, vecs: str, dim: str,
@@ -265,8 +274,8 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
                 lead_in = sentence
                 continue
             if (len(sentence) < MIN_SENTENCE_CHARS and not re.search(r"\d", sentence)) \
-                    or _INSTRUCTION_TO_AI.search(sentence):
-                continue
+                    or _INSTRUCTION_TO_AI.search(sentence) or sentence.rstrip(" *_”\"'").endswith(("?", "؟")):
+                continue  # a question (an FAQ's) restates what was asked; it never answers it
             shown = sentence.lstrip("-•* ").strip()
             if cells is not None and header is not None and len(header) == len(cells):
                 shown = "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True))
@@ -282,7 +291,7 @@ def _is_heading_line(line: str) -> bool:
             and not re.search(r"\d", line))
 
 
-def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray, *,
+def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray, *, question: str,
           max_sentences: int) -> list[_Sentence]:
     order = [int(i) for i in np.argsort(-scores, kind="stable")]
     top = scores[order[0]]
@@ -292,20 +301,36 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
     def neighbour(offset: int) -> _Sentence | None:
         return next((s for s in sentences if s.passage == best.passage and s.index == best.index + offset), None)
 
-    if re.search(r"\d", best.text):
-        # A number travels with its exception or its continuation in the same passage.
-        for found in (neighbour(1), neighbour(-1)):
-            if found is None or len(picks) >= max_sentences:
-                continue
-            similar = cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN
-            if _EXCEPTION_START.search(found.text) or (found.index > best.index and similar):
-                picks.append(found)
+    named = features.names(question) | features.places(question, widen=True)
+    for found in (neighbour(1), neighbour(-1)):
+        if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]):
+            continue
+        if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named):
+            picks.append(found)
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
             break
         if sentences[i] not in picks:
             picks.append(sentences[i])
     return sorted(picks, key=lambda s: (s.passage, s.index))
+
+
+def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str]) -> bool:
+    """Whether a sentence next to the best one belongs in the answer: the exception, population or
+    local amount that limits it, the exclusion that follows a general rule, or the continuation of
+    a number."""
+    after = other.index > best.index
+    if _EXCEPTION_START.search(other.text) and (after or re.search(r"\d", best.text)):
+        return True
+    if after and _SCOPE_START.search(other.text):
+        return True
+    if named and named & features.with_places(features.tokens(other.text), other.text) \
+            and not named & features.with_places(features.tokens(best.text), best.text):
+        return True  # the question's place or team is named in the neighbour, not in the best
+    if after and _NEGATION.search(other.text) and not _NEGATION.search(best.text) \
+            and features.tokens(other.text) & features.tokens(best.text):
+        return True  # "… are eligible." then "Store and warehouse roles are not eligible …"
+    return after and similar and bool(re.search(r"\d", best.text))
 
 
 def _line(passage: Passage, sentence: str, language: str) -> str:
@@ -316,28 +341,3 @@ def _line(passage: Passage, sentence: str, language: str) -> str:
     if language == "ar":
         return f"وفقًا لـ«{passage.title}»{where}: «{sentence}» [{passage.chunk_id}]"
     return f"According to {passage.title}{where}: “{sentence}” [{passage.chunk_id}]"
-
-
-def _tokens(text: str) -> set[str]:
-    out = set()
-    for token in _TOKEN.findall(_ARABIC_DIACRITICS.sub("", text.lower())):
-        if token.startswith("ال") and len(token) > 4:
-            token = token[2:]
-        token = _stem(token)
-        if token not in _STOP and (len(token) > 2 or token.isdigit()):
-            out.add(token)
-    return out
-
-
-def _names(question: str) -> set[str]:
-    """Capitalised words inside the question (places, teams, products), as overlap tokens."""
-    words = re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)
-    return {t for w in words for t in _tokens(w)}
-
-
-def _stem(token: str) -> str:
-    """Just enough English stemming for overlap: units/unit, days/day, booking/book."""
-    for suffix in ("'s", "ies", "es", "s", "ing", "ed"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3 and token.isascii():
-            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return token

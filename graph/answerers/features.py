@@ -1,0 +1,213 @@
+"""What a candidate sentence offers a question, beyond embedding similarity.
+
+Cosine similarity alone prefers the sentence that *restates* the question ("If you fall ill during
+annual leave and have a medical certificate …" for "from which day do I need a medical
+certificate?"). These cheap, deterministic features push the choice towards the sentence that
+*answers* it:
+
+- **term weight**: question terms a sentence contains, each weighted by how rare it is among the
+  candidate sentences (a word every sentence shares tells them apart least; "Finance" in "MFA for
+  people in Finance" tells them apart most). Place names count through their aliases ("Riyadh" is
+  "Saudi Arabia", "UK" is "United Kingdom"), and the passage heading counts for half ("Sick Leave").
+- **answer kind**: "how many / how much / which day" wants a quantity, "when / until / by when" a
+  date or period, "who" a person or team, "can I / do I need" a rule; a sentence of the wrong kind
+  loses, one of the right kind gains.
+- **history**: a sentence that describes a superseded or not-yet-effective value ("which set a
+  rate of USD 0.58 from 1 January 2025", "From 1 July 2027 …") is never the current answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from datetime import date
+
+_TOKEN = re.compile(r"\w+")
+_ARABIC_DIACRITICS = re.compile(r"[\u064B-\u0652\u0670\u0640]")
+STOP = frozenset(
+    "the a an of to in on for and or is are be what which who how many much do does did i my me we our "
+    "you your can could may should will would with at by from this that it as if there when where per "
+    "any some get have has am im i'm its it's was were been being about into than then them they their "
+    "so just also please hey hi thanks quick one".split()) | frozenset(
+    "في من على إلى الى عن ما هل كم هو هي أن ان التي الذي مع".split())
+
+# Place names and the names documents use for them: a question about Riyadh is answered by the
+# sentence about Saudi Arabia, one about the UK by the sentence about the United Kingdom.
+_PLACES: dict[str, tuple[str, ...]] = {
+    "united states": ("us", "usa", "u.s", "america", "american", "boston", "new york", "san francisco", "chicago",
+                      "seattle", "los angeles", "austin", "denver", "washington"),
+    "united kingdom": ("uk", "u.k", "britain", "great britain", "british", "england", "scotland", "wales",
+                       "london", "manchester", "edinburgh"),
+    "united arab emirates": ("uae", "emirates", "emirati", "dubai", "abu dhabi"),
+    "saudi arabia": ("ksa", "saudi", "riyadh", "jeddah", "dammam"),
+    "germany": ("german", "berlin", "munich", "frankfurt"),
+    "france": ("french", "paris"),
+    "netherlands": ("dutch", "amsterdam"),
+    "canada": ("canadian", "toronto", "vancouver", "montreal"),
+    "australia": ("australian", "sydney", "melbourne"),
+    "india": ("indian", "bangalore", "bengaluru", "mumbai", "delhi"),
+    "japan": ("japanese", "tokyo"),
+    "ireland": ("irish", "dublin"),
+    "spain": ("spanish", "madrid", "barcelona"),
+    "qatar": ("doha",),
+    "egypt": ("cairo", "egyptian"),
+}
+_CITIES = frozenset((
+    "boston|new york|san francisco|chicago|seattle|los angeles|austin|denver|washington|london|manchester|"
+    "edinburgh|dubai|abu dhabi|riyadh|jeddah|dammam|berlin|munich|frankfurt|paris|amsterdam|toronto|vancouver|"
+    "montreal|sydney|melbourne|bangalore|bengaluru|mumbai|delhi|tokyo|dublin|madrid|barcelona|doha|cairo").split("|"))
+_ALIAS: dict[str, str] = {}
+for _country, _names in _PLACES.items():
+    for _name in (_country, *_names):
+        _ALIAS[_name] = _country
+
+_QUANTITY = re.compile(
+    r"\b(?:how (?:many|much|long|far|soon|often|high|big)|what (?:is|are|'s) the (?:\w+ ){0,3}"
+    r"(?:limit|rate|allowance|amount|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
+    r"which day|what percentage|how many days)\b|كم|ما (?:هو|هي) (?:الحد|المبلغ|البدل|النسبة|قيمة)",
+    re.IGNORECASE)
+_WHEN = re.compile(r"\b(?:when|until when|by when|what date|what time|which date|deadline|how soon|"
+                   r"(?:opening|office|core|working|business) hours)\b|متى|ساعات|موعد",
+                   re.IGNORECASE)
+_WHO = re.compile(r"^\W*(?:who|whom|which (?:team|person|manager|department))\b|\bwho (?:has|must|should|can|"
+                  r"approves?|signs?)\b|^\W*من (?:يوافق|يعتمد|المسؤول)", re.IGNORECASE)
+_RULE = re.compile(r"^\W*(?:can|may|could|am|is|are|do|does|must|should|will)\b|\b(?:allowed|permitted|"
+                   r"ok(?:ay)? to|eligible|entitled)\b|^\W*(?:هل|يمكنني|أستطيع)", re.IGNORECASE)
+_DIGIT = re.compile(r"[\d\u0660-\u0669]")
+# A number in words counts when it counts something ("two keys", "twice a year"), not in "our four offices".
+_NUMBER_WORD = re.compile(r"\b(?:(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|"
+                          r"half an?|a few)\s+(?:\w+\s)?(?:days?|weeks?|months?|years?|hours?|minutes?|times?|"
+                          r"nights?|keys?|bags?|returns?|items?|percent|per)|once|twice|first|second|third|fourth|"
+                          r"fifth)\b", re.IGNORECASE)
+_MONTHS = ("january february march april may june july august september october november december "
+           "monday tuesday wednesday thursday friday saturday sunday")
+_CALENDAR = re.compile(r"\b(?:" + "|".join(_MONTHS.split()) + r")\b", re.IGNORECASE)
+_DATEISH = re.compile(r"\b(?:before|after|within|by|until|days?|weeks?|"
+                      r"months?|years?|hours?|immediately|straight away|same day|next)\b|يوم|أيام|شهر|أسبوع|قبل|بعد|خلال",
+                      re.IGNORECASE)
+_ROLE = re.compile(r"\b(?:manager|director|team|lead|officer|department|desk|vp|vice president|hr|people team|"
+                   r"finance|it|owner|supervisor|approver|ceo|coo|cfo|head of)\b|مدير|فريق|إدارة|قسم", re.IGNORECASE)
+_MODAL = re.compile(r"\b(?:must|may|can|cannot|can't|not|no|never|only|required?|allowed|permitted|eligible|"
+                    r"entitled|need|needs|covered|reimbursed|reimbursable)\b|يجب|يجوز|يحق|لا|يُسمح|يسمح|فقط",
+                    re.IGNORECASE)
+# A sentence that tells the history of a value rather than the value in force.
+_HISTORY = re.compile(r"\b(?:supersedes?|superseded|replaces|replaced the|previous(?:ly)?|formerly|old rate|"
+                      r"no longer|used to be|which set|was set|had been|prior rate|former)\b|"
+                      r"يلغي|السابق|سابقًا|سابقا", re.IGNORECASE)
+_FROM_DATE = re.compile(r"\b(?:from|starting|effective|as of|with effect from|beginning)\s+(?:on\s+)?"
+                        r"(\d{1,2})\s+(" + "|".join(_MONTHS.split()[:12]) + r")\s+(\d{4})", re.IGNORECASE)
+
+TYPE_BONUS = 0.10
+TYPE_PENALTY = 0.15
+HISTORY_PENALTY = 0.25
+
+
+def tokens(text: str) -> set[str]:
+    out = set()
+    for token in _TOKEN.findall(_ARABIC_DIACRITICS.sub("", text.lower())):
+        if token.startswith("ال") and len(token) > 4:
+            token = token[2:]
+        token = stem(token)
+        if token not in STOP and (len(token) > 2 or token.isdigit()):
+            out.add(token)
+    return out
+
+
+def stem(token: str) -> str:
+    """Just enough English stemming for overlap: units/unit, days/day, booking/book."""
+    for suffix in ("'s", "ies", "es", "s", "ing", "ed"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3 and token.isascii():
+            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return token
+
+
+def places(text: str, *, widen: bool = False) -> set[str]:
+    """The places a text names: a country by any of its names ("UK", "Britain"), a city by its own
+    name. With `widen`, a city also stands for its country: a question about Riyadh is answered by
+    the sentence about Saudi Arabia, but a sentence about Boston says nothing about Denver."""
+    low = " " + re.sub(r"[^\w. ]", " ", text.lower()) + " "
+    out: set[str] = set()
+    for name, country in _ALIAS.items():
+        if f" {name} " in low or f" {name}. " in low:
+            is_city = name in _CITIES
+            out.add(f"city:{name}" if is_city else f"country:{country}")
+            if is_city and widen:
+                out.add(f"country:{country}")
+    return out
+
+
+def names(question: str) -> set[str]:
+    """Capitalised words inside the question (places, teams, products), as overlap tokens."""
+    words = re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)
+    return {t for w in words for t in tokens(w)}
+
+
+def answer_kind(question: str) -> str | None:
+    """What kind of sentence answers the question: quantity, when, who, rule, or None."""
+    if _WHO.search(question):
+        return "who"
+    if _QUANTITY.search(question):
+        return "quantity"
+    if _WHEN.search(question):
+        return "when"
+    if _RULE.search(question):
+        return "rule"
+    return None
+
+
+def kind_score(kind: str | None, sentence: str) -> float:
+    if kind == "quantity":
+        return TYPE_BONUS if _DIGIT.search(sentence) or _NUMBER_WORD.search(sentence) else -TYPE_PENALTY
+    if kind == "when":  # a date, a time or a period: digits or named days; "within", "before" say less
+        if _DIGIT.search(sentence) or _CALENDAR.search(sentence):
+            return TYPE_BONUS
+        return 0.0 if _DATEISH.search(sentence) else -TYPE_PENALTY
+    if kind == "who":
+        return TYPE_BONUS if _ROLE.search(sentence) else 0.0
+    if kind == "rule":
+        return TYPE_BONUS / 2 if _MODAL.search(sentence) else 0.0
+    return 0.0
+
+
+def is_history(sentence: str, *, today: date | None = None) -> bool:
+    """A superseded value, or one that takes effect only after `today`."""
+    if _HISTORY.search(sentence):
+        return True
+    today = today or date.today()
+    for day, month, year in _FROM_DATE.findall(sentence):
+        try:
+            starts = date(int(year), _MONTHS.split().index(month.lower()) + 1, int(day))
+        except ValueError:
+            continue
+        if starts > today:
+            return True
+    return False
+
+
+def term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
+    """Inverse sentence frequency of each question term among the candidates (terms no candidate
+    has are left out: they cannot tell candidates apart)."""
+    n = len(texts)
+    out: dict[str, float] = {}
+    for term in question_terms:
+        df = sum(term in t for t in texts)
+        if df:
+            out[term] = math.log((n + 1) / (df + 0.5))
+    return out
+
+
+def coverage(weights: dict[str, float], sentence_terms: set[str], heading_terms: set[str]) -> float:
+    """Weighted share of the question's terms the sentence has (its heading counts for half)."""
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    got = sum(w if t in sentence_terms else w / 2 if t in heading_terms else 0.0 for t, w in weights.items())
+    return got / total
+
+
+def with_places(terms: Iterable[str], text: str, *, widen: bool = False) -> set[str]:
+    """Terms with each place name replaced by the place it stands for (so "UK" and "United
+    Kingdom" are one term, counted once); see `places` for `widen`."""
+    found = places(text, widen=widen)
+    return ({t for t in terms if t not in _ALIAS} | found) if found else set(terms)
