@@ -36,6 +36,7 @@ class Section:
 
 
 def sections() -> list[Section]:
+    from bench.answers import section_answers
     from bench.api_latency import section_api
     from bench.calibrate import section_calibrate
     from bench.conflicts import section_conflicts
@@ -57,6 +58,8 @@ def sections() -> list[Section]:
         Section("api", "POST /v1/retrieve p50/p95 at 20 clients over loopback (issue 7)", section_api),
         Section("conflicts", "conflict detector: false alarms on single-answer handbook questions, sample "
                 "conflict and ordered pairs", section_conflicts),
+        Section("answers", "end-to-end turns scored on the answer text: right, wrong shown, escalations, "
+                "per set and language, tune and report splits (issue 12)", section_answers),
     ]
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -34,6 +35,9 @@ RRF_K = 60
 FETCH_K = 20
 FUSE_K = 12
 FINAL_K = 4
+# The legs' own threads, shared by every Searcher of the process: ingestion's embedding batches on
+# the default executor never delay a question's index queries.
+_LEG_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="cairn-leg")
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,7 @@ class Searcher:
         self.leg_timeout_s = leg_timeout_s
         self.rerank_timeout_s = rerank_timeout_s
         self.metrics = metrics
+        self.start_timeout_s = max(5 * leg_timeout_s, 10.0)
 
     async def search(self, query: str, scope: Scope, *, mode: Mode = "hybrid", top_k: int = FINAL_K,
                      now: datetime | None = None) -> SearchResult:
@@ -158,8 +163,10 @@ class Searcher:
             for leg, hits in more.items():
                 rankings[leg] = rankings.get(leg, []) + [h for h in hits if h.point_id not in eligible]
             fused = rrf_fuse(rankings)
-            eligible.update(await self.catalog.eligible_chunks(
-                point_ids=[pid for pid, _ in fused if pid not in eligible], scope=scope, now=now))
+            # Decide on one snapshot: merging the first answer with a second one taken after a
+            # publication would return the old version and the new one together.
+            eligible = await self.catalog.eligible_chunks(point_ids=[pid for pid, _ in fused], scope=scope,
+                                                          now=now)
         candidates = [(pid, rrf, eligible[pid]) for pid, rrf in fused if pid in eligible][:FUSE_K]
         t_fuse = time.perf_counter()
         dense_scores = {h.point_id: h.score for leg in (DENSE_ML, DENSE) for h in rankings.get(leg, [])}
@@ -185,11 +192,11 @@ class Searcher:
         async def one(leg: str) -> tuple[str, list[Hit] | None]:
             t0 = time.perf_counter()
             try:
-                hits = await asyncio.wait_for(asyncio.to_thread(
-                    self.index.search, vector_name=leg, vector=query_vecs[leg], tenant_id=scope.tenant_id,
-                    groups=scope.groups, limit=FETCH_K, exclude=exclude), timeout=self.leg_timeout_s)
-            except TimeoutError:
-                log.warning("retrieval leg %s timed out after %.1fs", leg, self.leg_timeout_s)
+                hits, t0 = await self._timed_leg(lambda: self.index.search(
+                    vector_name=leg, vector=query_vecs[leg], tenant_id=scope.tenant_id, groups=scope.groups,
+                    limit=FETCH_K, exclude=exclude))
+            except TimeoutError as exc:
+                log.warning("retrieval leg %s timed out: %s", leg, exc)
                 reports[leg] = LegReport(status="timeout", ms=_ms(t0, time.perf_counter()))
                 self._count("leg_timeout", leg)
                 return leg, None
@@ -234,6 +241,44 @@ class Searcher:
         return [_passage(candidates[i][2], score=float(scores[i]), rrf=candidates[i][1])
                 for i in order[:top_k]], fail_open
 
+    async def _timed_leg(self, call: Callable[[], list[Hit]]) -> tuple[list[Hit], float]:
+        """Run one index query on the legs' own threads; its timeout counts from when it starts.
+
+        Waiting for a thread on a busy machine is slowness, not an outage: only the query itself is
+        held to `leg_timeout_s` (a leg that cannot even start within `start_timeout_s` is reported as
+        timed out too). Returns the hits and the moment the query started."""
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[float] = loop.create_future()
+
+        def run() -> list[Hit]:
+            loop.call_soon_threadsafe(_resolve, started, time.perf_counter())
+            return call()
+
+        work = loop.run_in_executor(_LEG_POOL, run)
+        try:
+            t0 = await asyncio.wait_for(asyncio.shield(started), timeout=self.start_timeout_s)
+        except TimeoutError:
+            work.cancel()  # never started: drop it from the queue
+            raise TimeoutError(f"did not start within {self.start_timeout_s:.1f}s") from None
+        remaining = self.leg_timeout_s - (time.perf_counter() - t0)
+        try:
+            return await asyncio.wait_for(work, timeout=max(remaining, 0.001)), t0
+        except TimeoutError:
+            raise TimeoutError(f"no answer within {self.leg_timeout_s:.1f}s") from None
+
+    async def warm_up(self) -> None:
+        """Load the models and touch every leg of the index once, so the first question of a new
+        process is not the one that pays for it (a cold first inference takes seconds)."""
+        await asyncio.to_thread(self.embedder.warm_up)
+        query_vecs = await asyncio.to_thread(
+            self.embedder.embed_query, "warm up", vectors=(*self.embedder.dense_names, SPARSE_EN, SPARSE_AR))
+        for leg, vector in query_vecs.items():
+            try:
+                await asyncio.to_thread(self.index.search, vector_name=leg, vector=vector, tenant_id="",
+                                        groups=("",), limit=1)
+            except Exception as exc:  # an index problem shows in the first real question's legs
+                log.warning("warm-up of retrieval leg %s failed: %s", leg, type(exc).__name__)
+
     def _count(self, event: str, label: str) -> None:
         if self.metrics is not None:
             self.metrics.count(event, label)  # type: ignore[attr-defined]
@@ -243,6 +288,11 @@ def _passage(c: ChunkRecord, *, score: float, rrf: float) -> Passage:
     return Passage(chunk_id=c.chunk_id, doc_id=c.doc_id, version=c.version, title=c.title,
                    source_path=c.source_path, page=c.page, heading=c.heading, text=c.text, score=score,
                    rrf=rrf, owner=c.owner, policy_id=c.policy_id, lang=c.lang, effective_at=c.effective_at)
+
+
+def _resolve(future: asyncio.Future[float], value: float) -> None:
+    if not future.done():
+        future.set_result(value)
 
 
 def _ms(a: float, b: float) -> float:

@@ -15,7 +15,7 @@ from datetime import datetime
 
 import aiosqlite
 
-from store.db import iso, transaction, utcnow
+from store.db import iso, reader_of, transaction, utcnow
 from store.records import ChunkRecord, DocumentRecord, Scope, VersionRecord
 
 
@@ -46,6 +46,8 @@ def chunk_id_for(tenant_id: str, doc_id: str, version: str, seq: int) -> str:
 class Catalog:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
+        # Query-time reads get a connection that never queues behind a write (store/db.py says why).
+        self._reader = reader_of(conn)
 
     # -- tenants and groups -------------------------------------------------------------------
 
@@ -166,7 +168,7 @@ class Catalog:
         if not chunk_ids:
             return {}
         marks = ",".join("?" * len(chunk_ids))
-        async with self._conn.execute(
+        async with self._reader.execute(
             f"SELECT * FROM {table} WHERE chunk_id IN ({marks})", list(chunk_ids)
         ) as cur:
             return {r["chunk_id"]: r for r in await cur.fetchall()}
@@ -447,7 +449,8 @@ class Catalog:
             f"  AND g.group_name IN ({gmarks}))"
         )
         args = [*point_ids, scope.tenant_id, iso(now), *sorted(scope.groups)]
-        async with self._conn.execute(sql, args) as cur:
+        # One statement, one snapshot: a publication is seen whole or not at all.
+        async with self._reader.execute(sql, args) as cur:
             rows = await cur.fetchall()
         return {
             r["point_id"]: ChunkRecord(

@@ -1,7 +1,12 @@
-"""Connection and schema. `open_db` returns a ready connection; `setup` is idempotent."""
+"""Connection and schema. `open_db` returns a ready `Database`; `setup` is idempotent."""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import weakref
+from collections.abc import Callable
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -229,12 +234,17 @@ def iso(moment: datetime | None = None) -> str:
     return (moment or utcnow()).astimezone(UTC).isoformat(timespec="microseconds")
 
 
-async def setup(conn: aiosqlite.Connection) -> None:
-    """WAL, foreign keys, and any migration not yet applied. Safe to call on every start."""
-    await conn.execute("PRAGMA journal_mode=WAL")
+async def _pragmas(conn: aiosqlite.Connection) -> None:
+    # Per connection: foreign keys and the busy timeout are not stored in the database file.
     await conn.execute("PRAGMA synchronous=NORMAL")
     await conn.execute("PRAGMA foreign_keys=ON")
     await conn.execute("PRAGMA busy_timeout=10000")
+
+
+async def setup(conn: aiosqlite.Connection) -> None:
+    """WAL, foreign keys, and any migration not yet applied. Safe to call on every start."""
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await _pragmas(conn)
     async with conn.execute("PRAGMA user_version") as cur:
         row = await cur.fetchone()
     applied = int(row[0]) if row else 0
@@ -242,26 +252,110 @@ async def setup(conn: aiosqlite.Connection) -> None:
         await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
 
 
-async def open_db(path: Path) -> aiosqlite.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+class Database(aiosqlite.Connection):
+    """The application's connection to the catalog database, and two companions of its own.
+
+    aiosqlite runs every statement of a connection on one thread, in the order coroutines send them;
+    a transaction that awaits between its statements therefore lets any other coroutine's statement
+    run inside it — a reader then sees half a publication, and an unrelated write is rolled back
+    with it. So a transaction never runs here: `transaction(db)` takes `db.writer` (one transaction
+    at a time, under `write_lock`), and everything sent to `db` itself is autocommit, one statement
+    one snapshot. Query-time readers (the Searcher's eligibility checks) use `db.reader`, so a
+    question never queues behind an autocommit write that waits for the writer's lock.
+    """
+
+    writer: aiosqlite.Connection
+    reader: aiosqlite.Connection
+    write_lock: asyncio.Lock
+
+    async def close(self) -> None:
+        for companion in (getattr(self, "reader", None), getattr(self, "writer", None)):
+            if companion is not None:
+                await companion.close()
+        await super().close()
+
+
+def _connector(path: Path) -> Callable[[], sqlite3.Connection]:
+    def connect() -> sqlite3.Connection:
+        # check_same_thread=False: aiosqlite opens the connection on its own worker thread.
+        return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    return connect
+
+
+async def _companion(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     conn.row_factory = aiosqlite.Row
-    await setup(conn)
+    await _pragmas(conn)
     return conn
 
 
+async def open_db(path: Path) -> Database:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = Database(_connector(path), 64)
+    await conn
+    try:
+        conn.row_factory = aiosqlite.Row
+        await setup(conn)
+        conn.write_lock = asyncio.Lock()
+        conn.writer = await _companion(path)
+        conn.reader = await _companion(path)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+def reader_of(conn: aiosqlite.Connection) -> aiosqlite.Connection:
+    """The connection for query-time reads: the database's reader, or `conn` itself."""
+    return getattr(conn, "reader", conn)
+
+
+# Which Databases the current task (and tasks it starts) holds a transaction on: a nested
+# transaction would wait for its own lock for ever, so it is refused instead.
+_HOLDING: ContextVar[frozenset[int]] = ContextVar("cairn_db_holding", default=frozenset())
+_FALLBACK_LOCKS: weakref.WeakKeyDictionary[aiosqlite.Connection, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
 class transaction:
-    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on error. Writers serialise; readers never see half."""
+    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on error, on the database's writer connection.
+
+    One transaction at a time per database (and SQLite serialises writers across processes); use
+    only the connection it yields inside the block. Readers and autocommit writers on the database's
+    other connections see the state before or after, never between.
+    """
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
+        self._target: aiosqlite.Connection = getattr(conn, "writer", conn)
+        self._lock = getattr(conn, "write_lock", None) or _FALLBACK_LOCKS.setdefault(conn, asyncio.Lock())
+        self._token: Token[frozenset[int]] | None = None
 
     async def __aenter__(self) -> aiosqlite.Connection:
-        await self._conn.execute("BEGIN IMMEDIATE")
-        return self._conn
+        key = id(self._conn)
+        if key in _HOLDING.get():
+            raise RuntimeError("a transaction is already open on this database in this task")
+        await self._lock.acquire()
+        try:
+            await self._target.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+        self._token = _HOLDING.set(_HOLDING.get() | {key})
+        return self._target
 
-    async def __aexit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            await self._conn.execute("COMMIT")
-        else:
-            await self._conn.execute("ROLLBACK")
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            if exc_type is None:
+                try:
+                    await self._target.execute("COMMIT")
+                except BaseException:
+                    if self._target.in_transaction:
+                        await self._target.execute("ROLLBACK")
+                    raise
+            elif self._target.in_transaction:
+                await self._target.execute("ROLLBACK")
+        finally:
+            if self._token is not None:
+                _HOLDING.reset(self._token)
+                self._token = None
+            self._lock.release()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from retrieval.parse.docx import parse_docx
 from retrieval.parse.html import parse_html
 from retrieval.parse.markdown import parse_markdown
 from retrieval.parse.model import AGAIN, EMPTY, ParsedDocument, ParseError, Section
@@ -22,8 +23,8 @@ from retrieval.parse.text import decode_text, parse_text
 
 __all__ = ["SUPPORTED_SUFFIXES", "ParseError", "ParsedDocument", "Section", "parse_bytes", "parse_file"]
 
-SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf"}
-_SUFFIX_LIST = ".md, .markdown, .txt, .html, .htm, .pdf"
+SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
+_SUFFIX_LIST = ".md, .markdown, .txt, .html, .htm, .pdf, .docx"
 
 
 def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
@@ -65,6 +66,8 @@ def parse_bytes(data: bytes, *, filename: str) -> ParsedDocument:
     stem = name.stem or filename
     if suffix == ".pdf":
         return parse_pdf(data, stem)
+    if suffix == ".docx":
+        return parse_docx(data, stem)
     text = decode_text(data)
     if suffix == ".txt":
         return parse_text(text, stem)

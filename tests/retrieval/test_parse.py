@@ -377,10 +377,10 @@ def test_empty_after_parsing(text: str) -> None:
 
 
 def test_unsupported_suffix() -> None:
-    message = _error(b"PK\x03\x04", "Travel Policy.docx")
-    assert "unsupported file type '.docx'; supported: .md, .markdown, .txt, .html, .htm, .pdf" in message
+    message = _error(b"PK\x03\x04", "Travel Policy.odt")
+    assert "unsupported file type '.odt'; supported: .md, .markdown, .txt, .html, .htm, .pdf, .docx" in message
     assert "no file extension" in _error(b"text", "README")
-    assert SUPPORTED_SUFFIXES == {".md", ".markdown", ".txt", ".html", ".htm", ".pdf"}
+    assert SUPPORTED_SUFFIXES == {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
 
 
 def test_suffix_is_case_insensitive() -> None:

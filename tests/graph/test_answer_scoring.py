@@ -1,0 +1,69 @@
+"""The `answers` bench's scoring: does the answer shown contain the fact asked for?"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.answer_scoring import contains_fact, normalise
+from bench.answers import Case, Turn, split_of
+
+CITE = "[larkspur:finance/travel:v1:0002]"
+
+
+@pytest.mark.parametrize("answer, gold", [
+    ("The nightly limit in London is GBP 210 per night.", "GBP 210"),
+    ("Hotels are reimbursable up to $300 USD per night.", "USD 300"),
+    ("Hotels are reimbursable up to 300 USD per night.", "$300"),
+    ("Hotels are reimbursable up to US$300 per night.", "300 dollars"),
+    ("A stipend of 1,500 USD.", "$1500"),
+    ("You may exceed it by up to 15 %.", "15%"),
+    ("You may exceed it by up to 15 percent.", "15%"),
+    ("الحد الأقصى ٢١٠ جنيه", "210"),
+    ("“Itemized receipts must be included for any request over $25.” " + CITE, "over $25"),
+    ("The RATE is USD 0.62 per mile.", "usd 0.62 per mile"),
+    ("Up to $500 AUD per month.", "AUD 500"),
+    ("Core hours are 10:00 to 15:00.", "10:00 to 15:00"),
+    ("يُشترط تقديم الطلب قبل موعد السفر بخمسة عشر (15) يوم عمل", "قبل موعد السفر بخمسة عشر (15) يوم عمل"),
+])
+def test_the_fact_is_found_whatever_its_spelling(answer: str, gold: str) -> None:
+    assert contains_fact(answer, [gold])
+
+
+@pytest.mark.parametrize("answer, gold", [
+    ("The limit is $2,500 per year.", "$250"),      # a number inside a longer number is not it
+    ("The limit is USD 250.", "GBP 250"),          # another currency
+    ("The old rate was USD 0.58 per mile.", "USD 0.62"),
+    ("Claims are due within 3 days.", "30 days"),
+    ("Fifteen days.", "15 days"),                   # the bench scores digits; the gold spells what the page spells
+    (None, "USD 250"),
+    ("", "USD 250"),
+])
+def test_a_different_fact_is_not_the_fact(answer: str | None, gold: str) -> None:
+    assert not contains_fact(answer, [gold])
+
+
+def test_any_listed_alternative_counts_and_citations_never_do() -> None:
+    assert contains_fact("You get sixteen weeks.", ["16 weeks", "sixteen weeks"])
+    assert not contains_fact(f"See the policy {CITE}", ["0002"])
+    assert normalise("GBP 9,999 " + CITE) == "gbp 9999"
+
+
+def _turn(kind: str, route: str, answer: str, golds: tuple[str, ...] = ("USD 250",)) -> Turn:
+    case = Case("handbooks", "h-x", "What is the limit?", kind, answers=golds if kind == "answerable" else ())
+    return Turn(case, route, None if route == "answer" else "below_score_floor", answer, 10.0, 0.5, ())
+
+
+def test_verdicts() -> None:
+    assert _turn("answerable", "answer", "It is USD 250 a night.").verdict == "right"
+    assert _turn("answerable", "answer", "Receipts are needed over USD 25.").verdict == "wrong"
+    assert _turn("answerable", "escalate", "I could not find it.").verdict == "needless_escalation"
+    assert _turn("near_miss", "answer", "It is USD 250 a night.").verdict == "wrong"
+    assert _turn("ooc", "escalate", "I could not find it.").verdict == "correct_escalation"
+
+
+def test_the_split_is_fixed_and_roughly_half() -> None:
+    ids = [f"q-{i}" for i in range(400)]
+    halves = [split_of("squad", i) for i in ids]
+    assert halves == [split_of("squad", i) for i in ids]
+    assert 150 < halves.count("tune") < 250
+    assert set(halves) == {"tune", "report"}
