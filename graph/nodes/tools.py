@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from graph.coverage import find_gap
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
 from retrieval.conflicts import ConflictReport
@@ -79,16 +80,22 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                 # An ordered pair (later effective date, supersedes) is no conflict: quote only
                 # the passage that applies.
                 found = [p for p in found if p.chunk_id not in report.overridden]
+            gate = result.gate
+            if gate is None and found and "conflicting_sources" not in signals:
+                gap = find_gap(state["question"], found, min_score=result.min_score)
+                if gap is not None:  # a neighbouring rule, not the one asked about
+                    gate = "below_score_floor"
+                    searches[-1]["missing_terms"] = list(gap.missing)
             known = {p["chunk_id"] for p in passages}
             fresh = [passage_to_state(p) for p in found if p.chunk_id not in known]
             passages.extend(fresh)
             if result.top_score is not None:
                 top_score = max(top_score if top_score is not None else result.top_score, result.top_score)
             min_score = result.min_score
-            if result.gate:
-                signals.append(result.gate)
+            if gate:
+                signals.append(gate)
             out.append(ToolMessage(content=format_evidence([passage_to_state(p) for p in found],
-                                                           gate=result.gate),
+                                                           gate=gate),
                                    tool_call_id=call["id"], name="search_policies"))
         signal = next((s for s in ("user_requested_human", "retrieval_unavailable", "below_score_floor",
                                    "conflicting_sources") if s in signals), "ok")

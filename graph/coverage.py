@@ -1,0 +1,137 @@
+"""Does the evidence hold what makes the question different?
+
+A near-miss question lands on a neighbouring rule: "can I carry over unused *sick* days?" retrieves
+the annual-leave carry-over, "bereavement leave when my *pet* dies" the family bereavement rule,
+"opening hours of the *Tokyo* office" the offices that exist. The score floor cannot see this
+(the neighbouring passage is a close match); what gives it away is a word of the question that
+no passage fit to answer contains. The words that count, *distinguishing terms*, are:
+
+- places and names: a city, a country or another capitalised name in the question ("Tokyo",
+  "Sourcegraph"); a passage with a catch-all ("any other city", "all staff") covers any of them;
+- qualifiers from a short list of words that change who or what a rule is for (contractor,
+  intern, part-time, wholesale, sick, pet, …);
+- section words: a word of the question that heads a section of the passages retrieved ("Sick
+  Leave", "Carry-Over"): the collection has a section about it, so it is what was asked about.
+
+One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
+best) must contain every distinguishing term (or an alias or a
+common equivalent: "holiday" is leave, "doctor's note" a medical certificate); otherwise the
+turn escalates as `below_score_floor`, with the missing terms in the trace. English questions
+over English passages only: across languages or in Arabic there are no shared words to count
+(the reranker's multilingual scores and the floor still apply there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from graph.answerers import features
+from retrieval.language import detect_language
+from retrieval.search import Passage
+from retrieval.sentences import body_of
+
+# Words that change who or what a rule is for. Missing from the evidence, each one means the
+# evidence answers a neighbouring question.
+QUALIFIERS = frozenset(features.stem(w) for w in (
+    "contractor contractors intern interns internship temp temporary seasonal freelancer freelancers consultant "
+    "consultants apprentice apprentices student students volunteer volunteers probation part-time parttime "
+    "wholesale corporate b2b franchise reseller resellers distributor distributors sick sickness maternity paternity adoption sabbatical unpaid jury study compassionate pet pets "
+    "dog dogs cat cats grandparent cousin cousins niece nephew in-law in-laws friend friends international "
+    "domestic overseas executive executives board director directors").split())
+# Everyday words staff use for what policies name otherwise.
+EQUIVALENTS: dict[str, frozenset[str]] = {
+    features.stem(k): frozenset(features.stem(v) for v in vs.split()) for k, vs in {
+        "holiday": "leave vacation annual pto", "vacation": "leave holiday annual pto", "pto": "leave holiday",
+        "doctor": "medical physician", "note": "certificate",
+        "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
+        "boss": "manager", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
+        "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
+    }.items()}
+# A passage with one of these covers any place or population the question names.
+_CATCH_ALL = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
+                        r"all (?:staff|employees|offices|countries|locations)|everyone|every employee)\b",
+                        re.IGNORECASE)
+# A sub-heading kept as a line of the chunk text ("Carry-Over", "Booking Leave").
+_SUBHEADING = re.compile(r"[A-Z][\w'’&/ -]{2,50}(?<![.!?:;,])")
+_GENERIC_HEADING = frozenset(features.stem(w) for w in (
+    "policy policies guide standards overview summary introduction general principles questions faq "
+    "related documents contents section other getting help team company staff our your".split()))
+
+
+# The passages an answer would quote from: the best one and those nearly as good.
+QUOTED_MARGIN = 0.10
+
+
+@dataclass(frozen=True)
+class Gap:
+    missing: tuple[str, ...]  # the question's words no answering passage holds
+
+
+def find_gap(question: str, passages: Sequence[Passage], *, min_score: float) -> Gap | None:
+    """The distinguishing terms no single passage at or above the floor holds, or None."""
+    top = max((p.score for p in passages), default=0.0)
+    fit = [p for p in passages if p.score >= max(min_score, top - QUOTED_MARGIN)]
+    if not fit or detect_language(question) != "en" or any(p.lang != "en" for p in fit):
+        return None
+    wanted = _distinguishing(question, passages)
+    if not wanted:
+        return None
+    best_missing: tuple[str, ...] | None = None
+    for p in fit:
+        text = f"{p.title}\n{p.heading}\n{p.text}"
+        have = features.with_places(features.tokens(text), text)
+        catch_all = bool(_CATCH_ALL.search(p.text))
+        # A place is what the question turns on only where the passage distinguishes places: a
+        # flight rule that names no country applies to a flight to Dubai; an office list that
+        # names four cities says nothing about a fifth.
+        other_places = any(t.startswith(("city:", "country:")) for t in have)
+        missing = tuple(word for word, terms in wanted.items()
+                        if not _covered(terms, have) and not (catch_all and _is_place_or_name(word))
+                        and (other_places or not _is_place(terms)))
+        if not missing:
+            return None
+        if best_missing is None or len(missing) < len(best_missing):
+            best_missing = missing
+    return Gap(missing=best_missing or ())
+
+
+def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, frozenset[str]]:
+    """Question word → the terms any of which covers it, for the words that make the question
+    different (a city is covered by its own name or its country's)."""
+    sections = set()
+    for p in passages:
+        heading = p.heading[len(p.title) + 3:] if p.heading.startswith(p.title + " > ") else p.heading
+        lines = [heading] if heading != p.title else []
+        lines += [line for line in body_of(p.text).splitlines() if _SUBHEADING.fullmatch(line.strip())]
+        for line in lines:
+            sections |= features.tokens(line.replace(">", " ").replace("-", " "))
+    sections -= _GENERIC_HEADING
+    named = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)}
+    out: dict[str, frozenset[str]] = {}
+    for word in re.findall(r"[\w'-]+", question):
+        low = word.lower().replace("'s", "")
+        for part in low.replace("-", " ").split() if "-" in low and low not in QUALIFIERS else [low]:
+            terms = features.tokens(part)
+            if not terms:
+                continue
+            term = next(iter(terms))
+            place = features.places(part, widen=True)
+            if place:
+                out[word] = frozenset(place)
+            elif (low in named and word[:1].isupper()) or term in QUALIFIERS or term in sections:
+                out[word] = frozenset({term, *EQUIVALENTS.get(term, ())})
+    return out
+
+
+def _covered(terms: frozenset[str], have: set[str]) -> bool:
+    return bool(terms & have)
+
+
+def _is_place(terms: frozenset[str]) -> bool:
+    return any(t.startswith(("city:", "country:")) for t in terms)
+
+
+def _is_place_or_name(word: str) -> bool:
+    return word[:1].isupper()
