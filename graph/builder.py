@@ -44,8 +44,10 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
     `conflict_check(question, passages)` holds answers whose sources disagree (conflicting_sources)."""
     g = StateGraph(ConversationState)
     g.add_node("agent", make_agent(answerer, max_tool_rounds=max_tool_rounds, is_paused=is_paused))
+    extractive = answerer if hasattr(answerer, "closest_sentence") else answerer.fallback
     g.add_node("tools", make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused,
-                                   conflict_check=conflict_check))
+                                   conflict_check=conflict_check,
+                                   closest_sentence=getattr(extractive, "closest_sentence", None)))
     g.add_node("validate", validate)
     g.add_node("set_retrieval_unavailable", set_retrieval_unavailable)
     g.add_node("set_below_score_floor", set_below_score_floor)

@@ -155,7 +155,7 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
     lexicon = _Lexicon(terms_of)
     vocabulary = frozenset().union(*(lexicon.content(f"{p.heading.replace('>', ' ')} {body_of(p.text)}")
                                      for p in passages))
-    excluded = frozenset().union(*(lexicon.content(scope) for scope in _negated_scopes(question)))
+    excluded = frozenset().union(*(lexicon.content(scope) for scope in negated_scopes(question)))
     # Only the question's words the passages know count: a chatty question ("hey, quick one, I'm
     # heading to …") must not dilute the half-the-terms rule with words no policy uses. A
     # question that shares no word with them was asked in another language: the best passage's
@@ -225,7 +225,7 @@ _NEGATED_SCOPE = re.compile(
     r"(?:خارج|باستثناء|غير)\s+(?P<ar>[\w ]{3,30}?)(?=[،,؟?]|$)", re.IGNORECASE)
 
 
-def _negated_scopes(question: str) -> list[str]:
+def negated_scopes(question: str) -> list[str]:
     """The scopes a question sets aside ("outside trade-show weeks", "except during the sale")."""
     return [m.group("scope") or m.group("ar") for m in _NEGATED_SCOPE.finditer(question)]
 
@@ -238,15 +238,17 @@ def _superseded_by_text(passages: Sequence[PassageLike], q_terms: frozenset[int]
     out: set[str] = set()
     for p in passages:
         for sentence in split_sentences(body_of(p.text)):
-            if not _SUPERSEDES.search(sentence):
-                continue
-            about = lexicon.content(sentence) & q_terms
-            if not about:
+            verb = _SUPERSEDES.search(sentence)
+            if not verb:
                 continue
             low = sentence.lower()
             for other in passages:
-                if other.doc_id != p.doc_id and other.title and other.title.lower() in low \
-                        and lexicon.content(f"{other.heading.replace('>', ' ')} {other.text}") & about:
+                at = low.find(other.title.lower(), verb.end()) if other.title else -1
+                if other.doc_id == p.doc_id or at < 0:
+                    continue
+                # what is superseded: the words between the verb and the title ("the mileage rate in")
+                about = lexicon.content(sentence[verb.end():at]) & q_terms
+                if about and lexicon.content(f"{other.heading.replace('>', ' ')} {other.text}") & about:
                     out.add(other.chunk_id)
     return out
 

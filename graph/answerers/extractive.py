@@ -37,6 +37,7 @@ import numpy as np
 from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, features
 from graph.validate import validate_answer
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
+from retrieval.language import detect_language
 from retrieval.rerank import unpack_vectors
 from retrieval.search import Passage
 from retrieval.sentences import body_of, split_sentences
@@ -107,14 +108,7 @@ class ExtractiveAnswerer:
             return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
                          {"error": "no sentence above the floor"})
         multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
-        if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
-            exact, approx = await self._stored(passages, DENSE_SIZES[DENSE_ML]), {}
-        else:
-            exact = await self._prepared(passages)
-            approx = {} if all(s.scored_text in exact for s in sentences) else \
-                await self._stored(passages, DENSE_SIZES[DENSE])
-        scores, cosine = await asyncio.to_thread(self._score, request.question, sentences, passages, multilingual,
-                                                 exact, approx)
+        scores, cosine = await self._scores(request.question, sentences, passages, multilingual)
         picks = _pick(sentences, scores, cosine, question=request.question, max_sentences=self.max_sentences)
         lines = [_line(passages[s.passage], s.text, request.language) for s in picks]
         allowed = [p.chunk_id for p in passages]
@@ -125,6 +119,27 @@ class ExtractiveAnswerer:
                 "sentences": [{"chunk_id": passages[s.passage].chunk_id, "index": s.index,
                                "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
         return Draft(draft_message("\n".join(lines), answerer=self.name), info)
+
+    async def closest_sentence(self, question: str, passages: Sequence[Passage]) -> str | None:
+        """The sentence this answerer would quote first, or None (see graph/nodes/tools.py: what a
+        question in another language, or a long chatty one, is checked for conflicts against)."""
+        passages = list(passages)[: self.max_passages]
+        sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
+        if not sentences:
+            return None
+        multilingual = detect_language(question) != "en" or any(p.lang != "en" for p in passages)
+        scores, _ = await self._scores(question, sentences, passages, multilingual)
+        return sentences[int(np.argmax(scores))].scored_text
+
+    async def _scores(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
+                      multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
+        if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
+            exact, approx = await self._stored(passages, DENSE_SIZES[DENSE_ML]), {}
+        else:
+            exact = await self._prepared(passages)
+            approx = {} if all(s.scored_text in exact for s in sentences) else \
+                await self._stored(passages, DENSE_SIZES[DENSE])
+        return await asyncio.to_thread(self._score, question, sentences, passages, multilingual, exact, approx)
 
     async def _stored(self, passages: Sequence[Passage], dim: int) -> dict[str, np.ndarray]:
         """Sentence vectors stored at ingestion for these passages, keyed by sentence text, if they are
@@ -305,12 +320,14 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
     for found in (neighbour(1), neighbour(-1)):
         if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]):
             continue
+        if features.is_history(found.text):
+            continue  # an old value is never quoted beside the current one
         if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named):
             picks.append(found)
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
             break
-        if sentences[i] not in picks:
+        if sentences[i] not in picks and not features.is_history(sentences[i].text):
             picks.append(sentences[i])
     return sorted(picks, key=lambda s: (s.passage, s.index))
 

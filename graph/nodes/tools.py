@@ -11,15 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from graph.answerers.features import tokens
 from graph.coverage import find_gap
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
-from retrieval.conflicts import ConflictReport
+from retrieval.conflicts import ConflictReport, negated_scopes
+from retrieval.language import detect_language
 from retrieval.search import Passage, Searcher
 
 log = logging.getLogger(__name__)
@@ -29,8 +31,14 @@ log = logging.getLogger(__name__)
 ConflictCheck = Callable[[str, Sequence[Passage]], ConflictReport]
 
 
+# (question, passages) → the sentence an answer would quote first (ExtractiveAnswerer.closest_sentence).
+ClosestSentence = Callable[[str, Sequence[Passage]], Awaitable[str | None]]
+# A question with more known words than this is chatty: its conflicts are judged on what it gets.
+CHATTY_TERMS = 6
+
+
 def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None,
-               conflict_check: ConflictCheck | None = None):
+               conflict_check: ConflictCheck | None = None, closest_sentence: ClosestSentence | None = None):
     async def tools(state: ConversationState) -> dict[str, Any]:
         last = state["messages"][-1]
         if not isinstance(last, AIMessage) or not last.tool_calls:
@@ -73,7 +81,8 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
             searches.append({"query": query, **result.trace()})
             found = list(result.passages)
             if conflict_check is not None and not result.gate and found:
-                report = conflict_check(state["question"], found)
+                asked = await _conflict_question(state["question"], found, closest_sentence)
+                report = conflict_check(asked, found)
                 if report.found:
                     conflicts.extend(report.as_json())
                     signals.append("conflicting_sources")
@@ -108,3 +117,17 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
         return update
 
     return tools
+
+
+async def _conflict_question(question: str, found: Sequence[Passage], closest: ClosestSentence | None) -> str:
+    """What the conflict check compares the passages on. Usually the question itself; for a question
+    in another language than the passages (no shared words) or a long chatty one (its words dilute
+    the half-the-terms rule), the sentence an answer would quote: a conflict is another document
+    giving a different value for exactly that."""
+    if closest is None:
+        return question
+    cross_language = detect_language(question) != found[0].lang
+    if not cross_language and (len(tokens(question)) <= CHATTY_TERMS or negated_scopes(question)):
+        return question  # a negated scope ("outside trade-show weeks") is read from the question
+    sentence = await closest(question, found)
+    return sentence or question

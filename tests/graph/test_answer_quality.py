@@ -1,0 +1,108 @@
+"""The answer shown is the fact asked for: each failure class seen on the sample handbook, as a
+full turn (real graph, retrieval, models), judged on what the user would read."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.services import Services
+from retrieval.embed import Embedder
+from tests.conftest import handbook_copy
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+async def svc(tmp_path_factory: pytest.TempPathFactory, handbook_template: Path,
+              embedder: Embedder) -> AsyncIterator[Services]:
+    async with handbook_copy(handbook_template, tmp_path_factory.mktemp("quality") / "home", embedder) as services:
+        yield services
+
+
+async def ask(svc: Services, question: str, who: str = "bob"):
+    n = getattr(svc, "_quality_turns", 0) + 1
+    svc._quality_turns = n  # type: ignore[attr-defined]
+    return await svc.runner.ask(session_id=f"quality-{n}", scope=svc.access.resolve_cli(who), question=question)
+
+
+def quoted(answer: str) -> list[str]:
+    return re.findall(r"[“«]([^”»]+)[”»]", answer)
+
+
+async def test_the_superseding_notice_gives_the_mileage_rate_in_force(svc: Services) -> None:
+    out = await ask(svc, "What is the mileage rate?")
+    assert out.route == "answer", out.reason
+    assert "0.62" in out.answer and "0.58" not in out.answer
+
+
+@pytest.mark.parametrize("question", [
+    "What is the hotel limit per night in Boston?",
+    "ما هو الحد الأقصى لسعر الفندق في بوسطن لليلة الواحدة؟",
+    "hey, quick one - I'm heading to Boston next month to see a supplier and I'm wondering what the most is "
+    "that I can spend on a hotel each night?",
+    "Outside trade-show weeks, what is the Boston hotel limit?",
+])
+async def test_the_two_boston_limits_conflict_in_any_wording_or_language(svc: Services, question: str) -> None:
+    out = await ask(svc, question)
+    assert (out.route, out.reason) == ("escalate", "conflicting_sources"), out.answer
+    assert "320" not in (out.answer or "")
+
+
+async def test_inside_the_trade_show_week_the_exception_answers(svc: Services) -> None:
+    out = await ask(svc, "What is the Boston hotel limit during a trade-show week?")
+    assert out.route == "answer" and "USD 320" in out.answer
+
+
+async def test_a_rule_is_quoted_with_its_scope(svc: Services) -> None:
+    uk = await ask(svc, "A customer's jacket is faulty after 8 months. What can we offer?")
+    assert "1-year quality guarantee" in uk.answer and "United Kingdom" in uk.answer
+    riyadh = await ask(svc, "What is the meals per diem in Riyadh?")
+    assert "SAR 280" in riyadh.answer
+    finance = await ask(svc, "What kind of MFA do people in Finance have to use?")
+    assert "hardware security key" in finance.answer and "Finance" in finance.answer
+
+
+async def test_the_sentence_that_answers_beats_the_one_that_restates_the_question(svc: Services) -> None:
+    out = await ask(svc, "From which day of sick leave do I need a medical certificate?")
+    assert "4th day" in out.answer
+
+
+@pytest.mark.parametrize("question", ["How long do I have to return something?", "What if I lost my receipt?",
+                                      "Can I return an online order to a store?"])
+async def test_an_faq_question_is_never_quoted_as_the_answer(svc: Services, question: str) -> None:
+    out = await ask(svc, question, who="carla")
+    assert out.route == "answer"
+    assert quoted(out.answer) and not any(q.rstrip().endswith("?") for q in quoted(out.answer))
+
+
+@pytest.mark.parametrize(("question", "missing"), [
+    ("Can I carry over unused sick days to next year?", "sick"),
+    ("Do I get bereavement leave if my pet dies?", "pet"),
+    ("How many days of annual leave do interns get?", "interns"),
+])
+async def test_a_near_miss_escalates_naming_what_the_evidence_lacks(svc: Services, question: str,
+                                                                     missing: str) -> None:
+    out = await ask(svc, question)
+    assert (out.route, out.reason) == ("escalate", "below_score_floor"), out.answer
+    turn = await svc.conversations.get_turn(turn_id=out.turn_id)
+    assert turn is not None and missing in turn.trace["searches"][0]["missing_terms"]
+
+
+@pytest.mark.parametrize(("question", "fact"), [
+    ("How many days of annual leave can I carry over?", "5 days"),
+    ("can i roll my unused holiday into next yr?", "5 days"),
+    ("I'm visiting a supplier in Denver. What's the most the company will pay for my hotel per night?", "USD 180"),
+    ("My flight to Dubai is 12 hours. Can I book premium economy?", "premium economy"),
+])
+async def test_the_same_gate_leaves_answerable_questions_alone(svc: Services, question: str, fact: str) -> None:
+    out = await ask(svc, question)
+    assert out.route == "answer" and fact in out.answer, (out.reason, out.answer)
+
+
+async def test_asking_for_hr_to_call_is_a_request_for_a_person(svc: Services) -> None:
+    out = await ask(svc, "I need someone from HR to call me, not a bot")
+    assert (out.route, out.reason) == ("escalate", "user_requested_human")
