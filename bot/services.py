@@ -124,6 +124,9 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
                             reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
                             leg_timeout_s=settings.leg_timeout_s, rerank_timeout_s=settings.rerank_timeout_s,
                             metrics=metrics)
+        # Models and index legs loaded now, not by the first question (a cold first inference on a
+        # busy machine takes seconds and would count against that question's budgets).
+        await searcher.warm_up()
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
