@@ -180,3 +180,28 @@ def test_identifiers_and_citation_ids_are_not_figures() -> None:
 
 def test_without_texts_only_the_citations_are_checked() -> None:
     assert validate_answer(f"The hotel limit in London is GBP 9,999 per night [{A}].", SENT).ok
+
+
+async def test_the_validate_node_fact_checks_an_extractive_draft_and_removes_it() -> None:
+    """Whichever answerer drafted it, the node checks figures against the sent passages' texts."""
+    from langchain_core.messages import AIMessage, RemoveMessage
+
+    from graph.nodes.validate import validate
+
+    passages = [{"chunk_id": A, "title": "Travel and Expenses Policy", "heading": "Hotels", "version": "v1",
+                 "effective_at": "2025-01-01", "text": TEXTS[A]}]
+
+    def state(draft: str) -> dict:
+        message = AIMessage(content=draft, id="m-1", additional_kwargs={"cairn": {"author": "answerer",
+                                                                               "answerer": "extractive"}})
+        return {"messages": [message], "passages": passages}
+
+    quoted = await validate(state(f"According to Travel and Expenses Policy (Hotels): “London | GBP 210” [{A}]"))
+    assert quoted["validation"]["ok"] and quoted["route"] == "answer"
+    changed = await validate(state(f"According to Travel and Expenses Policy (Hotels): “London | GBP 9,999” [{A}]"))
+    assert changed["reason"] == "answer_validation_failed" and changed["answer"] is None
+    assert [p["kind"] for p in changed["validation"]["problems"]] == ["unsupported_number"]
+    assert isinstance(changed["messages"][0], RemoveMessage)
+    # the title, heading, version and effective date the answerer was shown count as sent text
+    dated = await validate(state(f"The travel policy is effective from 1 January 2025 [{A}]."))
+    assert dated["validation"]["ok"], dated["validation"]
