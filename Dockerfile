@@ -24,6 +24,7 @@ RUN pip install torch==2.13.0
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY bot ./bot
+COPY escalations ./escalations
 COPY graph ./graph
 COPY retrieval ./retrieval
 COPY store ./store

@@ -26,10 +26,10 @@ import uvicorn
 
 from bench.report import log, percentile, table
 from bench.workspace import Doc, Workspace, make_settings
-from bot.api_auth import CredentialStore, sign_user_context
-from bot.budgets import Budgets
-from bot.http import create_http_app
+from bot.http.app import create_http_app
+from bot.http.budgets import Budgets
 from bot.services import Services, open_services
+from store.credentials import CredentialStore, sign_user_context
 
 CONCURRENCY = 20
 N_REQUESTS = 400
@@ -40,7 +40,7 @@ TENANT, USER = "larkspur", "bob"
 
 
 def sample_docs() -> list[Doc]:
-    from bot.commands.knowledge import plan_files
+    from bot.cli.knowledge import plan_files
 
     root = SAMPLE / "handbook"
     return [Doc(doc_id=item.doc_id or "", filename=item.path.relative_to(root).as_posix(), data=item.path.read_bytes())

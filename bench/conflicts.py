@@ -128,7 +128,7 @@ async def _handbooks(ws: Workspace) -> None:
 
 async def _sample(ws: Workspace) -> None:
     """The sample handbook in its own home (its own access file and tenant), through the whole graph."""
-    from bot.commands.knowledge import plan_files
+    from bot.cli.knowledge import plan_files
 
     lines = [json.loads(x) for x in SAMPLE_QUESTIONS.read_text(encoding="utf-8").splitlines() if x.strip()]
     async with AsyncExitStack() as stack:

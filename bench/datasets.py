@@ -63,7 +63,7 @@ def handbook_docs(corpora: tuple[str, ...] = ("gitlab", "sourcegraph", "basecamp
                   every: int = 1) -> list[Doc]:
     """Pages as `cairn ingest handbooks/` would name them: doc id = path under handbooks/ minus
     the extension, source path = path under handbooks/ (so gold paths compare directly)."""
-    from bot.commands.knowledge import plan_files
+    from bot.cli.knowledge import plan_files
 
     docs: list[Doc] = []
     for item in plan_files([HANDBOOKS], None):

@@ -122,7 +122,7 @@ async def _ensure_sample_handbook(ws: Workspace) -> None:
         return
     from bench.report import log
     from bench.workspace import Doc
-    from bot.commands.knowledge import plan_files
+    from bot.cli.knowledge import plan_files
 
     root = Path(__file__).resolve().parent.parent / "sample" / "handbook"
     docs = [Doc(doc_id=f"larkspur/{item.doc_id}", filename=f"larkspur/{item.path.relative_to(root).as_posix()}",
@@ -135,9 +135,9 @@ async def _ensure_sample_handbook(ws: Workspace) -> None:
 
 async def section_slack_ack(ws: Workspace) -> None:
     from bench.report import log, percentile, table, target
-    from bot.app import create_app
-    from bot.commands.serve import _Server, bind, build_http, settle_heap
-    from bot.listeners.flow import WorkTracker
+    from bot.server import _Server, bind, build_http, settle_heap
+    from bot.slack.app import create_app
+    from bot.slack.context import WorkTracker
     from tests.fake_slack import FakeSlack
 
     await _ensure_sample_handbook(ws)

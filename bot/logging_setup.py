@@ -1,7 +1,7 @@
 """Structured logs: one JSON object per line, without message text or personal data by default.
 
     log.info("api.retrieve", extra={"request_id": rid, "service": name, "status": 200, "user": uid})
-→   {"ts": "…", "level": "INFO", "logger": "bot.http", "event": "api.retrieve", "request_id": "…",
+→   {"ts": "…", "level": "INFO", "logger": "bot.http.retrieve", "event": "api.retrieve", "request_id": "…",
      "service": "helpdesk", "status": 200, "user": "u:3f9a0c1d2e4b"}
 
 Content fields (`text`, `question`, `query`, `answer`, …) are dropped and identity fields (`user`,

@@ -24,11 +24,13 @@ from prometheus_client import (
     generate_latest,
 )
 
+from store.conversations import ACTIVE_STATUSES
+from store.counts import open_escalations_by_status
+
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-_OPEN_STATUSES = ("open", "answered")
 
 
 class Metrics:
@@ -52,7 +54,7 @@ class Metrics:
                                       ["status"], registry=r)
         self.paused = Gauge("cairn_paused", "1 while an operator switch pauses this kind of work.",
                             ["kind"], registry=r)
-        for status in _OPEN_STATUSES:
+        for status in ACTIVE_STATUSES:
             self.escalations_open.labels(status=status).set(0)
         # Pre-create the common series so dashboards see zeros rather than gaps.
         self.turns.labels(route="answer", reason="none")
@@ -95,15 +97,12 @@ class Metrics:
         if db is None:
             return
         try:
-            marks = ",".join("?" * len(_OPEN_STATUSES))
-            async with db.execute(f"SELECT status, COUNT(*) FROM escalations WHERE status IN ({marks})"
-                                  " GROUP BY status", _OPEN_STATUSES) as cur:
-                counts = {row[0]: int(row[1]) for row in await cur.fetchall()}
+            counts = await open_escalations_by_status(db)
         except Exception as exc:
             log.warning("metrics.refresh_failed", extra={"error": type(exc).__name__})
             return
-        for status in _OPEN_STATUSES:
-            self.escalations_open.labels(status=status).set(counts.get(status, 0))
+        for status, count in counts.items():
+            self.escalations_open.labels(status=status).set(count)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -11,10 +11,14 @@ from pathlib import Path
 
 import aiosqlite
 from langgraph.graph.state import CompiledStateGraph
+from openai import AsyncOpenAI
 
-from bot.controls import Controls
 from bot.metrics import Metrics
 from bot.settings import Settings
+from escalations.classifier import EmbeddingTopicClassifier, LLMTopicClassifier, TopicClassifier
+from escalations.desk import EscalationDesk
+from escalations.notifier import Notifier, SilentNotifier
+from escalations.taxonomy import Taxonomy
 from graph.answerers import Answerer, build_answerer
 from graph.builder import build_graph
 from graph.checkpoint import open_checkpointer
@@ -27,9 +31,12 @@ from retrieval.rerank import build_reranker
 from retrieval.search import Searcher
 from store.access import AccessPolicy
 from store.catalog import Catalog
+from store.controls import Controls
 from store.conversations import ConversationStore
 from store.db import open_db
 from store.jobs import Jobs
+from store.reports import EscalationReports
+from store.run_claims import RunClaims
 
 _EMBEDDERS: dict[tuple[bool, str], Embedder] = {}
 
@@ -42,10 +49,45 @@ def shared_embedder(settings: Settings) -> Embedder:
     return _EMBEDDERS[key]
 
 
+def build_topic_classifier(settings: Settings, *, embedder: Embedder | None, taxonomy: Taxonomy) -> TopicClassifier:
+    """The escalation classifier: the chat model when one is configured and not paused, else embeddings."""
+    if settings.chat_model and "llm" not in settings.paused_kinds:
+        client = AsyncOpenAI(base_url=settings.openai_base_url, api_key=settings.openai_api_key or "none",
+                             timeout=settings.llm_timeout_s, max_retries=0)
+        return LLMTopicClassifier(client=client, model=settings.chat_model, taxonomy=taxonomy)
+    if embedder is None:
+        raise ValueError("the offline classifier needs the embedding model")
+    return EmbeddingTopicClassifier(embedder=embedder, taxonomy=taxonomy)
+
+
+@dataclass
+class Store:
+    """The database alone: what read commands and SQLite-only work need (no index, no models), so they
+    run while `cairn serve` holds the embedded index."""
+
+    settings: Settings
+    db: aiosqlite.Connection
+    catalog: Catalog
+    jobs: Jobs
+    conversations: ConversationStore
+    reports: EscalationReports
+    runs: RunClaims
+    controls: Controls
+
+
+def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: float | None = None) -> Store:
+    conversations = ConversationStore(db)
+    cache_s = settings.controls_cache_s if controls_cache_s is None else controls_cache_s
+    return Store(settings=settings, db=db, catalog=Catalog(db), jobs=Jobs(db, max_attempts=settings.job_max_attempts),
+                 conversations=conversations, reports=EscalationReports(db, conversations), runs=RunClaims(db),
+                 controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s))
+
+
 @dataclass
 class Services:
     settings: Settings
     db: aiosqlite.Connection
+    store: Store
     access: AccessPolicy
     catalog: Catalog
     jobs: Jobs
@@ -74,20 +116,21 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         await db.close()
         raise
     try:
-        catalog = Catalog(db)
+        store = _store(settings, db)
+        catalog, jobs, conversations, controls = store.catalog, store.jobs, store.conversations, store.controls
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
-        jobs = Jobs(db, max_attempts=settings.job_max_attempts)
         metrics = Metrics()
-        controls = Controls(db, env_paused=settings.paused_kinds, cache_s=settings.controls_cache_s)
         searcher = Searcher(index=index, catalog=catalog, embedder=embedder,
                             reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
                             leg_timeout_s=settings.leg_timeout_s, rerank_timeout_s=settings.rerank_timeout_s,
                             metrics=metrics)
+        # Models and index legs loaded now, not by the first question (a cold first inference on a
+        # busy machine takes seconds and would count against that question's budgets).
+        await searcher.warm_up()
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
                             allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb)
-        conversations = ConversationStore(db)
         answerer = build_answerer(embedder=embedder, stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids),
                                   prepared_vectors=lambda ids: catalog.load_answer_vectors(chunk_ids=ids),
                                   chat_model=settings.chat_model,
@@ -100,13 +143,42 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
                                 conflict_check=lambda q, ps: detect_conflicts(q, ps, terms_of=embedder.terms))
             runner = ConversationRunner(graph=graph, conversations=conversations, answerer=answerer,
                                         on_turn=metrics.record_turn)
-            yield Services(settings=settings, db=db, access=access, catalog=catalog, jobs=jobs, index=index,
+            yield Services(settings=settings, db=db, store=store, access=access, catalog=catalog, jobs=jobs, index=index,
                            embedder=embedder, searcher=searcher, ingestor=ingestor,
                            metrics=metrics, controls=controls,
                            conversations=conversations, answerer=answerer, graph=graph, runner=runner)
     finally:
         index.close()
         await db.close()
+
+
+@asynccontextmanager
+async def open_store(settings: Settings, *, controls_cache_s: float | None = None) -> AsyncIterator[Store]:
+    """The stores over one SQLite connection, closed on exit."""
+    settings.cairn_home.mkdir(parents=True, exist_ok=True)
+    db = await open_db(settings.db_path)
+    try:
+        yield _store(settings, db, controls_cache_s=controls_cache_s)
+    finally:
+        await db.close()
+
+
+def escalation_desk(services: Services, notifier: Notifier | None = None) -> EscalationDesk:
+    """The escalation use cases over these services, telling people through `notifier` (none: nobody)."""
+    return EscalationDesk(runner=services.runner, conversations=services.conversations, access=services.access,
+                          notifier=notifier or SilentNotifier(),
+                          escalation_channel=services.settings.escalation_channel)
+
+
+def slack_notifier(services: Services) -> Notifier | None:
+    """Slack's side of the escalation use cases over the Web API, for a process without the Slack app
+    (the CLI): with SLACK_BOT_TOKEN a terminal reply still reaches the Slack asker. None without it."""
+    if not services.settings.slack_bot_token:
+        return None
+    from bot.slack.app import build_web_client  # the Slack surface imports this module
+    from bot.slack.escalation_posting import EscalationThreads
+
+    return EscalationThreads(client=build_web_client(services.settings), services=services)
 
 
 # -- the server's presence file: how a CLI learns that `cairn serve` owns the index ----------------

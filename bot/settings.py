@@ -49,12 +49,12 @@ class Settings(BaseSettings):
     digest_time: str = Field(default="09:00", alias="CAIRN_DIGEST_TIME")
     timezone: str = Field(default="UTC", alias="CAIRN_TIMEZONE")
     trace_retention_days: int = Field(default=90, alias="CAIRN_TRACE_RETENTION_DAYS")
-    # Escalation analytics (bot/analytics, bot/jobs.py): topic taxonomy YAML, classifier cadence, retries.
+    # Escalation analytics (escalations/, bot/scheduler.py): topic taxonomy YAML, classifier cadence, retries.
     topics_file: Path | None = Field(default=None, alias="CAIRN_TOPICS")
     classify_minutes: float = Field(default=5.0, alias="CAIRN_CLASSIFY_MINUTES")
     label_max_attempts: int = Field(default=3, alias="CAIRN_LABEL_MAX_ATTEMPTS")
 
-    # HTTP API (/v1/retrieve) and operations: see bot/http.py and bot/api_auth.py.
+    # HTTP API (/v1/retrieve) and operations: see bot/http/app.py and store/credentials.py.
     services_file: Path | None = Field(default=None, alias="CAIRN_SERVICES_FILE")
     service_credential: SecretStr | None = Field(default=None, alias="CAIRN_SERVICE_CREDENTIAL")
     api_audience: str = Field(default="cairn", alias="CAIRN_API_AUDIENCE")
@@ -87,10 +87,6 @@ class Settings(BaseSettings):
     @property
     def max_file_bytes(self) -> int:
         return int(self.max_file_mb * 1024 * 1024)
-
-    @property
-    def llm_enabled(self) -> bool:
-        return bool(self.chat_model)
 
     @property
     def services_path(self) -> Path:

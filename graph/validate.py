@@ -25,16 +25,24 @@ if it also looks like a greeting or a question. A draft with no valid citation a
 do not answer is never the model's call. Admin replies and Cairn's own fixed texts are not drafts
 and are not validated here (see graph/nodes/validate.py).
 
-The verdict records problems by kind and sentence position, never the draft text, so a failed
-draft leaves no user-visible trace.
+The fact check (when the sent passages' texts are given): every number, amount, percentage and
+date of a factual sentence must be stated by a passage that sentence cites, compared in one normal
+form ("USD 250" = "$250" = "250 USD", "1,500" = "1500", "15 %" = "15%", Arabic-Indic digits,
+"1 March 2026" = "2026-03-01"; see graph/facts.py). Otherwise the sentence is an
+`unsupported_number`: a model that cites a real chunk for a figure it made up fails like an
+uncited claim. Quoting the passage's own figure always passes.
+
+The verdict records problems by kind and sentence position, never the draft text (not even the
+unsupported figure), so a failed draft leaves no user-visible trace.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from graph.facts import Facts, facts_in, unsupported
 from retrieval.sentences import split_sentences
 
 _BRACKET = re.compile(r"\[([^\[\]\n]+)\]")
@@ -131,12 +139,16 @@ def is_factual(sentence: str) -> bool:
     return True
 
 
-def validate_answer(text: str | None, allowed_ids: Iterable[str]) -> Verdict:
+def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
+                    texts: Mapping[str, str] | None = None) -> Verdict:
+    """`allowed_ids`: the chunk ids sent this turn. `texts` (chunk id → the text that was sent: its
+    title, heading and body) turns on the fact check; a cited chunk missing from it supports no figure."""
     allowed = set(allowed_ids)
     if not text or not text.strip():
         return Verdict(ok=False, reason="answer_validation_failed", problems=[{"kind": "empty_draft"}])
     problems: list[dict[str, object]] = []
     cited: list[str] = []
+    evidence: dict[str, Facts] = {}  # chunk id → its figures, read once per draft
     sentences = segment(text)
     factual = 0
     for i, sentence in enumerate(sentences):
@@ -150,11 +162,28 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str]) -> Verdict:
             factual += 1
             if not valid:
                 problems.append({"kind": "uncited_sentence", "sentence": i})
+            elif texts is not None:
+                missing = unsupported(_normalise(strip_citations(sentence)), _evidence(valid, texts, evidence))
+                if missing:
+                    problems.append({"kind": "unsupported_number", "sentence": i, "count": len(missing)})
     if not cited:
         problems.append({"kind": "no_citations"})
     ok = not problems
     return Verdict(ok=ok, reason=None if ok else "answer_validation_failed", problems=problems, cited=cited,
                    sentences=len(sentences), factual=factual)
+
+
+def _evidence(chunk_ids: list[str], texts: Mapping[str, str], cache: dict[str, Facts]) -> Facts:
+    """The figures of the cited chunks together (a sentence citing two passages may combine them)."""
+    merged = Facts()
+    for chunk_id in chunk_ids:
+        if chunk_id not in cache:
+            cache[chunk_id] = facts_in(texts.get(chunk_id) or "", partial_dates=True)
+        found = cache[chunk_id]
+        merged.figures |= found.figures
+        merged.values |= found.values
+        merged.currencies |= found.currencies
+    return merged
 
 
 def _normalise(text: str) -> str:

@@ -62,6 +62,7 @@ class EdgeIndex:
 
         self._qe = qe
         self._lock = threading.Lock()
+        self._closed = False
         config = qe.EdgeConfig(
             vectors={name: qe.EdgeVectorParams(size=DENSE_SIZES[name], distance=qe.Distance.Cosine)
                      for name in dense_names},
@@ -155,6 +156,9 @@ class EdgeIndex:
 
     def close(self) -> None:
         with self._lock:
+            if self._closed:  # closing twice (an owner's shutdown after a failure) is harmless
+                return
+            self._closed = True
             self._shard.flush()
             self._shard.close()
 

@@ -118,6 +118,23 @@ class AccessPolicy:
     def admins_listed(self) -> bool:
         return bool(self.admins) or any(u.role == "admin" for u in self.users.values())
 
+    def can_handle_escalations(self, scope: Scope, *, tenant_id: str | None = None,
+                               in_owner_channel: bool = False) -> bool:
+        """The one rule for who may list, answer, claim and resolve escalations, on every surface.
+
+        Never a guest or a user of another workspace (the customer audience). With admins named in the
+        file: those admins, and, for a thread in an owner's channel, the owners of that tenant's
+        documents. With no admins named: any staff member of the escalation's tenant.
+        """
+        if scope.audience != "staff":
+            return False
+        if scope.is_admin or self.is_admin(scope.user_id):
+            return True
+        same_tenant = tenant_id is None or tenant_id == scope.tenant_id
+        if not self.admins_listed:
+            return same_tenant
+        return same_tenant and in_owner_channel and bool(self.owned_groups(scope.user_id, scope.tenant_id))
+
     def owned_groups(self, user_key: str, tenant: str) -> frozenset[str]:
         entry = self.find_user(user_key)
         ids = {user_key} | ({entry.name, entry.slack_id} if entry else set())

@@ -44,7 +44,7 @@ async def services(settings: Settings, embedder: Embedder) -> AsyncIterator[Serv
 
 
 async def ingest_sample(svc: Services, root: Path = SAMPLE_HANDBOOK, *, tenant: str = "larkspur") -> None:
-    from bot.commands.knowledge import plan_files
+    from bot.cli.knowledge import plan_files
     from retrieval.ingest import DocumentOptions
 
     for item in plan_files([root], None):

@@ -1,4 +1,5 @@
-"""The validate node: a draft reaches END only if every factual sentence cites a passage sent this turn.
+"""The validate node: a draft reaches END only if every factual sentence cites a passage sent this turn,
+and every figure in it (number, amount, percentage, date) is one that passage states.
 
 A failed draft is removed from the conversation (RemoveMessage) before force_escalate writes the
 abstention, so it is never shown, never stored as an answer, and never fed back to a model; the
@@ -16,6 +17,13 @@ from graph.state import ConversationState, author_of
 from graph.validate import validate_answer
 
 
+def sent_texts(passages: list[dict[str, Any]]) -> dict[str, str]:
+    """What the answerer was given of each passage (graph/prompts.py format_evidence): its title,
+    heading path, version and effective date as well as its text."""
+    keys = ("title", "heading", "version", "effective_at", "text")
+    return {p["chunk_id"]: "\n".join(str(p.get(k) or "") for k in keys) for p in passages}
+
+
 async def validate(state: ConversationState) -> dict[str, Any]:
     last = state["messages"][-1]
     if not isinstance(last, AIMessage) or last.tool_calls:
@@ -24,8 +32,9 @@ async def validate(state: ConversationState) -> dict[str, Any]:
     if author in ("admin", "system"):
         return {"validation": {"ok": True, "skipped": f"{author} message"}, "path": ["validate"]}
     text = last.content if isinstance(last.content, str) else str(last.text)
-    allowed = [p["chunk_id"] for p in state.get("passages") or []]
-    verdict = validate_answer(text, allowed)
+    passages = state.get("passages") or []
+    allowed = [p["chunk_id"] for p in passages]
+    verdict = validate_answer(text, allowed, texts=sent_texts(passages))
     if verdict.ok:
         return {"validation": verdict.as_dict(), "answer": text, "route": "answer", "reason": None,
                 "path": ["validate"]}

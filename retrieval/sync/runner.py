@@ -77,7 +77,8 @@ class SyncRunner:
     submitter: Submitter
     catalog: Catalog
     jobs: Jobs
-    ingestor: Ingestor | None = None  # None: the running server's worker owns the index
+    ingestor: Ingestor | None = None  # None: another process (the running server) owns the index
+    run_jobs: bool = True  # False: a worker (the server's) runs the queued jobs; the runner follows their rows
     poll_s: float = 0.5
 
     async def run(self, source: SourceRecord, *, on_progress: ProgressCallback | None = None,
@@ -188,12 +189,12 @@ class SyncRunner:
     async def _finish_jobs(self, outcomes: list[FileOutcome],
                            on_progress: ProgressCallback | None) -> dict[str, FileOutcome]:
         queued = [o.job_id for o in outcomes if o.status == "queued" and o.job_id]
-        if not queued:
-            return {}
-        if self.ingestor is not None:
-            return {r.job_id or "": r for r in await self.ingestor.run_pending(on_progress=on_progress, only=queued)}
         finals: dict[str, FileOutcome] = {}
-        waiting = list(queued)
+        if queued and self.ingestor is not None and self.run_jobs:
+            ran = await self.ingestor.run_pending(on_progress=on_progress, only=queued)
+            finals = {r.job_id: r for r in ran if r.job_id}
+        # Jobs this process did not run (a worker claimed them first, or runs them all) are followed.
+        waiting = [job_id for job_id in queued if job_id not in finals]
         while waiting:
             for job_id in list(waiting):
                 job = await self.jobs.get(job_id=job_id)

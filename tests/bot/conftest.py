@@ -20,11 +20,11 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from bot.app import create_app
-from bot.commands.serve import build_http
-from bot.listeners.flow import WorkTracker
+from bot.server import build_http
 from bot.services import Services, open_services
 from bot.settings import Settings
+from bot.slack.app import create_app
+from bot.slack.context import WorkTracker
 from retrieval.embed import Embedder
 from tests.conftest import make_settings, serving
 from tests.fake_slack import FakeSlack

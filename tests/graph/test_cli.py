@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.commands.conversation import run_turn_json
+from bot.cli.conversation import run_turn_json
+from bot.cli.main import main
 from tests.conftest import SAMPLE_ACCESS
 from tests.graph.conftest import LONDON, bob
 

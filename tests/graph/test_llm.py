@@ -7,6 +7,7 @@ its tool arguments, returns 500), no unvalidated sentence reaches the user or th
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -21,6 +22,16 @@ from tests.graph.conftest import LONDON, bob
 def llm_settings(fake: llm.FakeOpenAI, timeout_s: float = 5.0) -> dict[str, object]:
     return {"CAIRN_CHAT_MODEL": "fake-model", "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test",
             "CAIRN_LLM_TIMEOUT": timeout_s}
+
+
+def cites_passage_with(fact: str, template: str) -> llm.Script:
+    """An answer citing the sent passage that states `fact` (a careful model)."""
+    def reply(request: dict) -> llm.Reply:
+        tools = "\n".join(m.get("content") or "" for m in request["messages"] if m.get("role") == "tool")
+        blocks = re.findall(r'<passage id="([^"]+)"[^>]*>(.*?)</passage>', tools, re.DOTALL)
+        chunk_id = next(i for i, body in blocks if fact in body)
+        return llm.Reply(content=template.format(id=chunk_id))
+    return reply
 
 
 async def assert_nothing_unvalidated_stored(svc, out, forbidden: list[str]) -> None:
@@ -72,6 +83,21 @@ async def test_bad_drafts_never_reach_the_user(open_home, script, problem: str, 
             await assert_nothing_unvalidated_stored(svc, out, forbidden)
 
 
+async def test_a_sent_chunk_cited_for_a_figure_it_does_not_state_is_never_shown(open_home) -> None:
+    """The model cites a real, sent chunk, but the figure is its own: the fact check fails the draft."""
+    invented = llm.cited_answer("The hotel limit in London is GBP 9,999 per night [{id}].")
+    with llm.FakeOpenAI([invented]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-invented", scope=bob(svc), question=LONDON)
+            assert llm.sent_ids(fake.requests[0])  # the cited id really was sent
+            assert (out.route, out.reason) == ("escalate", "answer_validation_failed")
+            assert out.answer == abstention("answer_validation_failed", "en")
+            problems = out.trace["validation"]["problems"]
+            assert [p["kind"] for p in problems] == ["unsupported_number"]
+            assert out.trace["route_fired"] == "validate→force_escalate"
+            await assert_nothing_unvalidated_stored(svc, out, ["9,999", "9999", "GBP 9"])
+
+
 async def test_the_model_may_search_again_before_answering(open_home) -> None:
     script = [llm.tool_call("search_policies", query="hotel nightly limit London GBP"), llm.cited_answer()]
     with llm.FakeOpenAI(script) as fake:
@@ -112,7 +138,7 @@ async def test_model_failures_escalate(open_home, script, timeout_s: float, erro
 
 
 async def test_arabic_question_reaches_the_model_with_arabic_instructions(open_home) -> None:
-    with llm.FakeOpenAI([llm.cited_answer("الحد الأقصى لليلة في لندن هو GBP 210 [{id}].")]) as fake:
+    with llm.FakeOpenAI([cites_passage_with("GBP 210", "الحد الأقصى لليلة في لندن هو GBP 210 [{id}].")]) as fake:
         async with open_home(**llm_settings(fake)) as svc:
             out = await svc.runner.ask(session_id="s-ar", scope=bob(svc),
                                        question="كم يبلغ الحد الأقصى لتكلفة الفندق في لندن لليلة الواحدة؟")

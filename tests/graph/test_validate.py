@@ -99,3 +99,109 @@ def test_citation_syntax() -> None:
 def test_arabic_answer_with_citation() -> None:
     assert validate_answer(f"وفقًا لـ«سياسة الإجازات»: «يستحق الموظف 25 يومًا.» [{B}]", SENT).ok
     assert not validate_answer("يستحق الموظف 25 يومًا من الإجازة السنوية.", SENT).ok
+
+
+# -- the fact check: every figure of a sentence must be stated by a passage it cites ---------------------
+
+TEXTS = {
+    A: "Travel and Expenses Policy\nHotels\n| City | Nightly limit |\n| --- | --- |\n| London | GBP 210 |\n"
+       "| Boston | USD 250 |\nThe limit may be exceeded by up to 15% with VP approval. Claims over $1,500 need a "
+       "director. The policy applies from 1 March 2026. Submit claims within thirty (30) days.",
+    B: "Leave Policy\nAnnual leave\nEmployees receive 25 days of paid annual leave. Core hours are 10:00 to 15:00.",
+}
+
+
+def test_a_figure_the_cited_passage_does_not_state_fails_without_the_figure_in_the_verdict() -> None:
+    verdict = validate_answer(f"The hotel limit in London is GBP 9,999 per night [{A}].", SENT, texts=TEXTS)
+    assert not verdict.ok and verdict.reason == "answer_validation_failed"
+    assert verdict.problems == [{"kind": "unsupported_number", "sentence": 0, "count": 1}]
+    assert "9,999" not in repr(verdict.as_dict()) and "9999" not in repr(verdict.as_dict())
+
+
+@pytest.mark.parametrize("sentence", [
+    "The hotel limit in London is GBP 210 per night",      # as written
+    "London: GBP 210",
+    "London's nightly limit is 210 GBP",                   # code after the number
+    "Boston is $250 a night",                              # $ for USD
+    "Boston is 250 US dollars a night",
+    "Boston is USD 250",
+    "Claims over USD 1500 need a director",                # thousands separator dropped
+    "Claims over 1,500 dollars need a director",
+    "You may exceed the limit by 15 % with VP approval",   # spaced percent
+    "You may exceed the limit by 15 percent",
+    "الحد في لندن ٢١٠ جنيه",                                 # Arabic-Indic digits, Arabic currency word
+    "The policy applies from March 1, 2026",               # another date shape
+    "It applies from 2026-03-01",
+    "It applies from 1 March",                             # a partial date of a stated one
+    "Submit claims within 30 days",                        # the passage spells thirty (30)
+    "Submit claims within thirty days",
+])
+def test_the_same_figure_in_another_shape_is_supported(sentence: str) -> None:
+    verdict = validate_answer(f"{sentence} [{A}].", SENT, texts=TEXTS)
+    assert verdict.ok, verdict.problems
+
+
+@pytest.mark.parametrize("sentence", [
+    "The hotel limit in London is USD 210 per night",      # the passage's number, another currency
+    "Boston is GBP 250 a night",
+    "You may exceed the limit by 25% with VP approval",
+    "Claims over $15,000 need a director",
+    "Claims over $150 need a director",                    # part of a number is not the number
+    "The policy applies from 1 April 2026",
+    "The policy applies from 2027-03-01",
+    "Submit claims within forty days",                     # number words are numbers
+    "الحد في لندن ٩٩٩ جنيه",
+])
+def test_a_changed_figure_fails(sentence: str) -> None:
+    verdict = validate_answer(f"{sentence} [{A}].", SENT, texts=TEXTS)
+    assert [p["kind"] for p in verdict.problems] == ["unsupported_number"], sentence
+
+
+def test_the_figure_must_be_in_a_passage_that_sentence_cites_not_just_any_sent_one() -> None:
+    assert not validate_answer(f"You get 25 days of annual leave [{A}].", SENT, texts=TEXTS).ok
+    assert validate_answer(f"You get 25 days of annual leave [{B}].", SENT, texts=TEXTS).ok
+    # citing both passages, a sentence may combine their figures
+    assert validate_answer(f"London is GBP 210 and leave is 25 days [{A}, {B}].", SENT, texts=TEXTS).ok
+    # a cited chunk whose text is unknown supports no figure
+    assert not validate_answer(f"London is GBP 210 [{A}].", SENT, texts={B: TEXTS[B]}).ok
+
+
+def test_every_sentence_is_checked_and_times_keep_their_shape() -> None:
+    draft = f"Leave is 25 days [{B}]. Core hours are 10:00 to 16:00 [{B}]."
+    verdict = validate_answer(draft, SENT, texts=TEXTS)
+    assert verdict.problems == [{"kind": "unsupported_number", "sentence": 1, "count": 1}]
+    assert validate_answer(f"Core hours are 10:00 to 15:00 [{B}].", SENT, texts=TEXTS).ok
+
+
+def test_identifiers_and_citation_ids_are_not_figures() -> None:
+    # the chunk id carries digits (v1:0002) and a version or standard name is not a figure
+    assert validate_answer(f"See the Travel and Expenses Policy, ISO27001 section [{A}].", SENT, texts=TEXTS).ok
+
+
+def test_without_texts_only_the_citations_are_checked() -> None:
+    assert validate_answer(f"The hotel limit in London is GBP 9,999 per night [{A}].", SENT).ok
+
+
+async def test_the_validate_node_fact_checks_an_extractive_draft_and_removes_it() -> None:
+    """Whichever answerer drafted it, the node checks figures against the sent passages' texts."""
+    from langchain_core.messages import AIMessage, RemoveMessage
+
+    from graph.nodes.validate import validate
+
+    passages = [{"chunk_id": A, "title": "Travel and Expenses Policy", "heading": "Hotels", "version": "v1",
+                 "effective_at": "2025-01-01", "text": TEXTS[A]}]
+
+    def state(draft: str) -> dict:
+        message = AIMessage(content=draft, id="m-1", additional_kwargs={"cairn": {"author": "answerer",
+                                                                               "answerer": "extractive"}})
+        return {"messages": [message], "passages": passages}
+
+    quoted = await validate(state(f"According to Travel and Expenses Policy (Hotels): “London | GBP 210” [{A}]"))
+    assert quoted["validation"]["ok"] and quoted["route"] == "answer"
+    changed = await validate(state(f"According to Travel and Expenses Policy (Hotels): “London | GBP 9,999” [{A}]"))
+    assert changed["reason"] == "answer_validation_failed" and changed["answer"] is None
+    assert [p["kind"] for p in changed["validation"]["problems"]] == ["unsupported_number"]
+    assert isinstance(changed["messages"][0], RemoveMessage)
+    # the title, heading, version and effective date the answerer was shown count as sent text
+    dated = await validate(state(f"The travel policy is effective from 1 January 2025 [{A}]."))
+    assert dated["validation"]["ok"], dated["validation"]

@@ -3,6 +3,7 @@ versions and withdrawals; a missing or emptied folder withdraws nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -122,3 +123,41 @@ async def test_a_document_id_kept_by_another_source_is_not_taken_over(services: 
     assert "already kept in sync by another source" in (clash.items[0].message or "")
     assert [s.location for s in await sources.list_sources()] == sorted([str(tmp_path / "one"),
                                                                          str(tmp_path / "two")])
+
+
+async def test_with_the_index_held_elsewhere_a_worker_runs_the_jobs_and_cleans_up(services: Services,
+                                                                               tmp_path: Path) -> None:
+    """The runner as a CLI uses it while `cairn serve` holds the index: it only queues and follows jobs,
+    and a withdrawal revokes eligibility at once; the worker (here a task on the same database) does the rest."""
+    folder = tmp_path / "share"
+    write(folder / "a.md", "# A\n\nRule A applies to everyone.\n")
+    write(folder / "b.md", "# B\n\nRule B applies to contractors.\n")
+    sources = Sources(services.db)
+    await sources.setup()
+    handed = SyncRunner(sources=sources, submitter=services.ingestor.submitter, catalog=services.catalog,
+                        jobs=services.jobs, ingestor=None, run_jobs=False, poll_s=0.05)
+    source = await sources.save(tenant_id=TENANT, kind="directory", location=str(folder), groups=None, owner=None,
+                                every_s=None)
+    stop = asyncio.Event()
+
+    async def worker() -> None:
+        while not stop.is_set():
+            await services.ingestor.run_pending()
+            await asyncio.sleep(0.05)
+
+    task = asyncio.create_task(worker())
+    try:
+        assert results(await handed.run(source)) == {"a.md": "new", "b.md": "new"}
+        (folder / "b.md").unlink()
+        assert results(await handed.run(source)) == {"a.md": "not_modified", "b.md": "withdrawn"}
+        assert (await state(services))["b"] == (None, "withdrawn")  # eligibility revoked by the runner itself
+        for _ in range(100):
+            async with services.db.execute("SELECT COUNT(*) FROM chunks WHERE doc_id='b'") as cur:
+                if (await cur.fetchone())[0] == 0:
+                    break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the worker's cleanup never removed the withdrawn text")
+    finally:
+        stop.set()
+        await task

@@ -1,1 +1,0 @@
-"""Escalation analytics: labels (kind + topic), expiry of unanswered escalations, the weekly digest."""

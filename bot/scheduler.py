@@ -1,0 +1,194 @@
+"""Scheduled jobs, registered in one place: `register_jobs(scheduler, services, slack_client=…, clock=…)`.
+
+Each job is a short async function that calls a service and returns what it did; `_guarded` catches
+and logs any exception so a failing job never disturbs the bot or the scheduler. All of them are
+idempotent, so a restart, an overlapping trigger or a second process changes nothing twice:
+
+| id                    | when                                         | does |
+|-----------------------|----------------------------------------------|------|
+| cairn.classify        | every CAIRN_CLASSIFY_MINUTES (5)             | label unlabelled escalations (kind, topic) |
+| cairn.expiry          | every minute                                 | reminder at half the deadline, then expire |
+| cairn.digest          | CAIRN_DIGEST_DAY CAIRN_DIGEST_TIME, CAIRN_TIMEZONE | post last week's digest (once per week) |
+| cairn.digest_catch_up | once, a minute after start                   | post the due digest if its time passed < 24 h ago |
+| cairn.publish_due     | every 5 minutes                              | future-effective versions become current |
+| cairn.index_cleanup   | hourly                                       | retry removing vectors of retired versions |
+| cairn.retention       | daily 03:30 (CAIRN_TIMEZONE)                 | purge turn traces older than the retention |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.services import Services, Store, build_topic_classifier
+from bot.settings import Settings
+from bot.slack.app import build_web_client
+from bot.slack.digest_post import PostResult, post_digest
+from bot.slack.escalation_posting import EscalationThreads
+from escalations.classifier import ClassifyReport, TopicClassifier, classify_pending
+from escalations.expiry import ExpiryReport, expire_due, send_reminders
+from escalations.notifier import Notifier
+from escalations.taxonomy import load_taxonomy
+from escalations.weeks import digest_clock, digest_day_name, due_week
+from store.db import utcnow
+from store.reports import EscalationReports
+from store.retention import purge_old_turns
+
+log = logging.getLogger(__name__)
+
+EXPIRY_EVERY = timedelta(minutes=1)
+PUBLISH_EVERY = timedelta(minutes=5)
+DIGEST_CATCH_UP = timedelta(hours=24)
+
+Clock = Callable[[], datetime]
+T = TypeVar("T")
+
+
+@dataclass
+class JobContext:
+    """What the jobs share; built once by register_jobs (also handy for calling a job directly)."""
+
+    services: Services
+    queries: EscalationReports
+    classifier: TopicClassifier
+    slack: AsyncWebClient | None
+    notifier: Notifier | None
+    clock: Clock
+
+
+def build_context(services: Services, *, slack_client: AsyncWebClient | None = None,
+                  clock: Clock = utcnow) -> JobContext:
+    settings = services.settings
+    taxonomy = load_taxonomy(settings.topics_file)  # a bad topics file fails at start, not every 5 minutes
+    notifier = EscalationThreads(client=slack_client, services=services) if slack_client is not None else None
+    return JobContext(services=services, queries=services.store.reports,
+                      classifier=build_topic_classifier(settings, embedder=services.embedder, taxonomy=taxonomy),
+                      slack=slack_client, notifier=notifier, clock=clock)
+
+
+def _guarded(job: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T | None]]:
+    @functools.wraps(job)
+    async def run(*args: Any, **kwargs: Any) -> T | None:
+        try:
+            return await job(*args, **kwargs)
+        except Exception:
+            log.exception("scheduled job %s failed", job.__name__)
+            return None
+
+    return run
+
+
+# -- the jobs -----------------------------------------------------------------------------------------
+
+
+async def classify_escalations(ctx: JobContext) -> ClassifyReport:
+    report = await classify_pending(queries=ctx.queries, classifier=ctx.classifier,
+                                    max_attempts=ctx.services.settings.label_max_attempts)
+    if report.labelled:
+        log.info("classifier labelled %d escalation(s) (%d unclassified)", report.labelled, report.unclassified)
+    return report
+
+
+async def expire_escalations(ctx: JobContext) -> ExpiryReport:
+    now = ctx.clock()
+    report = await send_reminders(queries=ctx.queries, notifier=ctx.notifier, now=now)
+    return await expire_due(queries=ctx.queries, runner=ctx.services.runner, notifier=ctx.notifier, now=now,
+                            deadline_hours=ctx.services.settings.escalation_deadline_hours, report=report)
+
+
+async def post_weekly_digest(ctx: JobContext, *, catch_up: bool = False) -> PostResult | None:
+    settings = ctx.services.settings
+    if ctx.slack is None or not settings.digest_channel:
+        return None
+    now = ctx.clock()
+    week, moment = due_week(now, ZoneInfo(settings.timezone), day=settings.digest_day, at=settings.digest_time)
+    if catch_up and now - moment > DIGEST_CATCH_UP:
+        return None
+    await _guarded(classify_escalations)(ctx)  # fresh topics for the digest; failure is not fatal
+    result = await post_digest(reports=ctx.queries, runs=ctx.services.store.runs, client=ctx.slack, channel=settings.digest_channel, week=week,
+                               timezone=settings.timezone, now=now)
+    log.info("weekly digest %s: %s", week, result.status)
+    return result
+
+
+async def post_digest_now(settings: Settings, store: Store, *, week: str, now: datetime,
+                          force: bool = False) -> PostResult:
+    """`cairn digest --post`: the same claimed, once-per-week post as the scheduled job, from a terminal."""
+    return await post_digest(reports=store.reports, runs=store.runs, client=build_web_client(settings),
+                             channel=str(settings.digest_channel), week=week, timezone=settings.timezone, now=now,
+                             force=force)
+
+
+async def publish_due_versions(ctx: JobContext) -> list[str]:
+    published = await ctx.services.ingestor.publish_due(now=ctx.clock())
+    if published:
+        log.info("published by date: %s", ", ".join(published))
+    return published
+
+
+async def clean_up_index(ctx: JobContext) -> int:
+    return await ctx.services.ingestor.cleanup()
+
+
+async def purge_traces(ctx: JobContext) -> int:
+    return await purge_old_turns(ctx.services.db, older_than_days=ctx.services.settings.trace_retention_days,
+                                 now=ctx.clock())
+
+
+# -- registration -------------------------------------------------------------------------------------
+
+
+def register_jobs(scheduler: Any, services: Services, *, slack_client: AsyncWebClient | None = None,
+                  clock: Clock = utcnow) -> JobContext:
+    """Add every Cairn job to an APScheduler 3 scheduler (AsyncIOScheduler); returns their context."""
+    settings = services.settings
+    tz = ZoneInfo(settings.timezone)
+    ctx = build_context(services, slack_client=slack_client, clock=clock)
+    common = {"kwargs": {"ctx": ctx}, "replace_existing": True, "max_instances": 1, "coalesce": True}
+
+    def add(job: Callable[..., Awaitable[Any]], trigger: Any, job_id: str, **extra: Any) -> None:
+        scheduler.add_job(_guarded(job), trigger, id=job_id, name=job_id, **{**common, **extra})
+
+    add(classify_escalations, IntervalTrigger(minutes=settings.classify_minutes), "cairn.classify",
+        misfire_grace_time=None)
+    add(expire_escalations, IntervalTrigger(seconds=EXPIRY_EVERY.total_seconds()), "cairn.expiry",
+        misfire_grace_time=None)
+    if slack_client is not None and settings.digest_channel:
+        hour, minute = digest_clock(settings.digest_time)
+        add(post_weekly_digest, CronTrigger(day_of_week=digest_day_name(settings.digest_day), hour=hour,
+                                            minute=minute, timezone=tz), "cairn.digest", misfire_grace_time=3600)
+        add(post_weekly_digest, DateTrigger(run_date=clock() + timedelta(minutes=1)), "cairn.digest_catch_up",
+            kwargs={"ctx": ctx, "catch_up": True}, misfire_grace_time=None)
+    else:
+        log.info("weekly digest not scheduled: it needs a Slack client and CAIRN_DIGEST_CHANNEL")
+    add(publish_due_versions, IntervalTrigger(seconds=PUBLISH_EVERY.total_seconds()), "cairn.publish_due",
+        misfire_grace_time=None)
+    add(clean_up_index, IntervalTrigger(hours=1), "cairn.index_cleanup", misfire_grace_time=None)
+    add(purge_traces, CronTrigger(hour=3, minute=30, timezone=tz), "cairn.retention", misfire_grace_time=3600)
+    return ctx
+
+
+async def run_jobs(services: Services, *, slack_client: AsyncWebClient | None = None,
+                   clock: Clock = utcnow) -> None:
+    """Run the scheduler until cancelled (a task of `cairn serve`); running jobs are cancelled with it."""
+    scheduler = AsyncIOScheduler(timezone=ZoneInfo(services.settings.timezone))
+    register_jobs(scheduler, services, slack_client=slack_client, clock=clock)
+    scheduler.start()
+    log.info("scheduled jobs: %s", ", ".join(job.id for job in scheduler.get_jobs()))
+    try:
+        await asyncio.Event().wait()
+    finally:
+        scheduler.shutdown(wait=False)
+        await asyncio.sleep(0)  # let the cancelled jobs unwind before the services close

@@ -1,0 +1,242 @@
+"""The weekly digest for leads: what escalated, which of it the knowledge base should have answered.
+
+`build_digest` reads the store and returns plain data; `render_markdown` (for `--out` and docs) and
+`render_slack` (mrkdwn blocks) only format it. Kinds come from the reason (`kind_for_reason`), so a
+row the classifier has not reached yet is still counted; topics come from the classifier's label.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from escalations.chart import TrendSeries, weekly_series
+from escalations.taxonomy import AVOIDABLE, GENUINE, UNCLASSIFIED, kind_for_reason
+from escalations.weeks import recent_weeks, shift_week, week_bounds
+from store.records import EscalationRecord
+from store.reports import EscalationReports, FeedbackCounts
+
+TREND_WEEKS = 8
+TOP_TOPICS = 5
+BACKLOG_SHOWN = 20
+
+LinkFor = Callable[[str, str], Awaitable[str | None]]  # (channel, thread_ts) → permalink
+
+
+@dataclass(frozen=True)
+class KindCounts:
+    genuine: int = 0
+    avoidable: int = 0
+    other: int = 0  # the bot's own errors and reasons nobody mapped yet
+
+    @property
+    def total(self) -> int:
+        return self.genuine + self.avoidable + self.other
+
+
+@dataclass(frozen=True)
+class TopicCount:
+    topic: str
+    total: int
+    avoidable: int
+
+
+@dataclass(frozen=True)
+class BacklogItem:
+    escalation_id: str
+    question: str
+    reason: str
+    topic: str
+    created_at: str
+    chunk_title: str | None
+    chunk_heading: str | None
+    chunk_id: str | None
+    score: float | None
+    link: str | None
+
+
+@dataclass(frozen=True)
+class Digest:
+    week: str
+    start: datetime
+    end: datetime
+    timezone: str
+    counts: KindCounts
+    previous: KindCounts
+    top_topics: list[TopicCount]
+    median_first_reply_s: float | None
+    replied: int
+    expired: int
+    backlog: list[BacklogItem]
+    feedback: FeedbackCounts
+    trend: TrendSeries
+
+
+def slack_deep_link(channel: str, ts: str) -> str:
+    return f"slack://channel?id={channel}&message={ts}"
+
+
+def count_kinds(escalations: list[EscalationRecord]) -> KindCounts:
+    kinds = Counter(kind_for_reason(e.reason) for e in escalations)
+    return KindCounts(genuine=kinds[GENUINE], avoidable=kinds[AVOIDABLE],
+                      other=sum(n for k, n in kinds.items() if k not in (GENUINE, AVOIDABLE)))
+
+
+def top_topics(escalations: list[EscalationRecord], limit: int = TOP_TOPICS) -> list[TopicCount]:
+    totals = Counter(e.topic or "unlabelled" for e in escalations)
+    avoidable = Counter(e.topic or "unlabelled" for e in escalations if kind_for_reason(e.reason) == AVOIDABLE)
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0] in (UNCLASSIFIED, "unlabelled"), kv[0]))
+    return [TopicCount(topic, n, avoidable[topic]) for topic, n in ranked[:limit]]
+
+
+def first_reply_seconds(escalations: list[EscalationRecord]) -> list[float]:
+    return [(datetime.fromisoformat(e.first_reply_at) - datetime.fromisoformat(e.created_at)).total_seconds()
+            for e in escalations if e.first_reply_at]
+
+
+def _score(passage: dict[str, Any]) -> float:
+    try:
+        return float(passage.get("score") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def top_passage(esc: EscalationRecord) -> dict[str, Any] | None:
+    scored: list[dict[str, Any]] = [p for p in esc.passages if isinstance(p, dict)]
+    return max(scored, key=_score) if scored else None
+
+
+async def backlog_item(esc: EscalationRecord, link_for: LinkFor | None) -> BacklogItem:
+    top = top_passage(esc)
+    link = None
+    if esc.channel and esc.thread_ts:
+        if link_for is not None:
+            try:
+                link = await link_for(esc.channel, esc.thread_ts)
+            except Exception:
+                link = None
+        link = link or slack_deep_link(esc.channel, esc.thread_ts)
+    score = _score(top) if top and top.get("score") is not None else esc.top_score
+    return BacklogItem(escalation_id=esc.escalation_id, question=esc.question, reason=esc.reason,
+                       topic=esc.topic or "unlabelled", created_at=esc.created_at,
+                       chunk_title=str(top.get("title")) if top else None,
+                       chunk_heading=str(top.get("heading")) if top and top.get("heading") else None,
+                       chunk_id=str(top.get("chunk_id")) if top else None, score=score, link=link)
+
+
+async def build_digest(queries: EscalationReports, *, week: str, timezone: str = "UTC",
+                       link_for: LinkFor | None = None, trend_weeks: int = TREND_WEEKS) -> Digest:
+    """The digest of ISO week `week` (Monday to Sunday in `timezone`)."""
+    tz = ZoneInfo(timezone)
+    start, end = week_bounds(week, tz)
+    prev_start, prev_end = week_bounds(shift_week(week, -1), tz)
+    escalations = await queries.escalations_between(start=start, end=end)
+    previous = await queries.escalations_between(start=prev_start, end=prev_end)
+    replies = first_reply_seconds(escalations)
+    weeks = recent_weeks(week, trend_weeks)
+    trend_start, _ = week_bounds(weeks[0], tz)
+    rows = await queries.reasons_between(start=trend_start, end=end)
+    avoidable = [e for e in escalations if kind_for_reason(e.reason) == AVOIDABLE]
+    return Digest(
+        week=week, start=start, end=end, timezone=timezone, counts=count_kinds(escalations),
+        previous=count_kinds(previous), top_topics=top_topics(escalations),
+        median_first_reply_s=statistics.median(replies) if replies else None, replied=len(replies),
+        expired=len(await queries.expired_between(start=start, end=end)),
+        # permalinks only for the items shown: one chat.getPermalink call each
+        backlog=[await backlog_item(e, link_for if i < BACKLOG_SHOWN else None) for i, e in enumerate(avoidable)],
+        feedback=await queries.feedback_between(start=start, end=end),
+        trend=weekly_series(rows, weeks, tz))
+
+
+# -- formatting ---------------------------------------------------------------------------------------
+
+
+def change(now: int, before: int) -> str:
+    if now == before:
+        return "no change"
+    return f"{'▲' if now > before else '▼'}{abs(now - before)} from {before}"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "no replies yet"
+    if seconds < 60:
+        return "under 1 min"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _share(part: int, whole: int) -> str:
+    return f" ({round(100 * part / whole)}%)" if whole else ""
+
+
+def week_dates(d: Digest) -> str:
+    zone = ZoneInfo(d.timezone)
+    first, last = d.start.astimezone(zone), d.end.astimezone(zone)
+    return f"{first:%a %d %b} – {(last - timedelta(days=1)):%a %d %b %Y} ({d.timezone})"
+
+
+def passage_line(item: BacklogItem) -> str:
+    if item.chunk_id is None:
+        return "no passage retrieved"
+    where = item.chunk_title or item.chunk_id
+    heading = item.chunk_heading or ""
+    if item.chunk_title and heading.startswith(item.chunk_title):  # headings start with the document title
+        heading = heading[len(item.chunk_title):].lstrip(" >›")
+    if heading:
+        where += f" › {heading}"
+    score = f"{item.score:.2f}" if item.score is not None else "–"
+    return f"{where} (`{item.chunk_id}`, score {score})"
+
+
+def render_markdown(d: Digest, *, chart_file: str | None = None) -> str:
+    c, p = d.counts, d.previous
+    lines = [f"# Cairn escalation digest — {d.week}", "", f"_{week_dates(d)}_", "",
+             "| | this week | previous week | change |", "|---|---:|---:|---|",
+             f"| escalations | {c.total} | {p.total} | {change(c.total, p.total)} |",
+             f"| genuine (no answer existed) | {c.genuine}{_share(c.genuine, c.total)} | {p.genuine} | "
+             f"{change(c.genuine, p.genuine)} |",
+             f"| **avoidable** (knowledge base to fix) | **{c.avoidable}**{_share(c.avoidable, c.total)} | "
+             f"{p.avoidable} | {change(c.avoidable, p.avoidable)} |"]
+    if c.other or p.other:
+        lines.append(f"| other (bot errors) | {c.other} | {p.other} | {change(c.other, p.other)} |")
+    lines += ["", f"- **Median time to first admin reply:** {duration(d.median_first_reply_s)}"
+                  f"{f' (over {d.replied} answered)' if d.replied else ''}",
+              f"- **Expired without a reply:** {d.expired}",
+              f"- **👎 feedback on answers:** {d.feedback.down} (👍 {d.feedback.up})", ""]
+    if chart_file:
+        lines += [f"![Genuine vs avoidable escalations, last {len(d.trend.weeks)} weeks]({chart_file})", ""]
+    lines += ["## Top topics", ""]
+    if d.top_topics:
+        lines += ["| topic | escalations | avoidable |", "|---|---:|---:|"]
+        lines += [f"| {t.topic} | {t.total} | {t.avoidable} |" for t in d.top_topics]
+    else:
+        lines.append("No escalations this week.")
+    lines += ["", f"## Knowledge-base backlog ({len(d.backlog)} avoidable)", ""]
+    if not d.backlog:
+        lines.append("Nothing avoidable this week.")
+    for i, item in enumerate(d.backlog[:BACKLOG_SHOWN], 1):
+        thread = f"[thread]({item.link})" if item.link else f"`{item.escalation_id}` (no Slack thread)"
+        lines += [f"{i}. **{_md(item.question)}** — `{item.reason}`, topic {item.topic}, {thread}",
+                  f"   - best passage it had: {_md(passage_line(item))}"]
+    if len(d.backlog) > BACKLOG_SHOWN:
+        lines.append(f"\n…and {len(d.backlog) - BACKLOG_SHOWN} more (`cairn escalations --json`).")
+    if d.feedback.down_questions:
+        lines += ["", "## Answers marked 👎", ""]
+        lines += [f"- {_md(q)}" for q in d.feedback.down_questions]
+    lines += ["", "_Genuine: `retrieval_unavailable`, `user_requested_human`. Avoidable: `below_score_floor`, "
+                  "`answer_validation_failed`, `conflicting_sources` — the bot had material and still could "
+                  "not give a defensible answer._", ""]
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return " ".join(text.replace("|", "\\|").split())

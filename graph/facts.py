@@ -1,0 +1,224 @@
+"""The figures a sentence states — numbers, amounts, percentages, dates — in one normal form, so a
+draft's figure can be looked up in the passages it cites (graph/validate.py).
+
+Normal form, the same for the draft and the passage:
+
+- Arabic-Indic and Extended Arabic-Indic digits are Western digits; "١٬٥٠٠" = "1,500" = "1500";
+- an amount is (value, currency): "USD 250" = "$250" = "250 USD" = "250 dollars" = "US$250";
+  "£" = GBP, "€" = EUR, Arabic currency words too. A bare "$" is any dollar ("$500 AUD" is AUD 500,
+  and a passage's "$500" supports a draft's "USD 500" or "AUD 500"); GBP is never USD;
+- a percentage is (value, "%"): "15 %" = "15%" = "15 percent" = "15 per cent" = "15٪";
+- a date is ISO-like: "1 March 2026" = "March 1, 2026" = "2026-03-01"; "1 March" and "March 2026"
+  are partial dates, supported by a full date with the same day and month (or month and year);
+- times keep their shape ("09:00" = "9:00"); any other number is its value ("08" = "8"); number
+  words are numbers ("thirty" = 30, "twenty-five" = 25, "nine thousand" = 9000).
+
+A passage supports a draft's figure when it states the same figure; a bare number is also supported
+by the same value inside any of the passage's amounts, percentages or dates (the year of a date,
+the value of an amount). A unit in the draft must be the passage's unit.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+_ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬٪", "01234567890123456789.,%")
+_CODES = ("usd", "gbp", "eur", "aud", "cad", "sgd", "nzd", "hkd", "chf", "jpy", "inr", "sar", "aed", "qar", "kwd",
+          "bhd", "omr", "egp", "cny", "sek", "nok", "dkk", "pln", "brl", "mxn", "zar")
+DOLLARS = frozenset({"usd", "aud", "cad", "sgd", "nzd", "hkd", "$"})
+_SYMBOLS = {"us$": "usd", "a$": "aud", "c$": "cad", "s$": "sgd", "$": "$", "£": "gbp", "€": "eur", "¥": "jpy",
+            "₹": "inr", "﷼": "sar"}
+_WORDS = {"us dollars": "usd", "us dollar": "usd", "dollars": "$", "dollar": "$", "pounds": "gbp", "pound": "gbp",
+          "euros": "eur", "euro": "eur", "riyals": "sar", "riyal": "sar", "dirhams": "aed", "dirham": "aed",
+          "دولارات": "$", "دولار": "$", "جنيهات": "gbp", "جنيه": "gbp", "يورو": "eur", "ريالات": "sar", "ريال": "sar",
+          "دراهم": "aed", "درهم": "aed"}
+_CODE = "|".join(_CODES)
+_NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_PRE = r"(?P<pre>us\$|a\$|c\$|s\$|\$|£|€|¥|₹|﷼|\b(?:" + _CODE + r")\b)"
+_POST_WORDS = "|".join(sorted(_WORDS, key=len, reverse=True))
+_AMOUNT = re.compile(
+    rf"{_PRE}\s?(?P<num>{_NUM})(?:\s?(?P<post>(?:{_CODE})\b))?|"
+    rf"(?P<num2>{_NUM})\s?(?P<post2>(?:{_CODE}|{_POST_WORDS})(?![^\W\d_]))", re.IGNORECASE)
+_PERCENT = re.compile(rf"(?P<num>{_NUM})\s?(?:%|percent\b|per cent\b|في المائة|بالمائة)", re.IGNORECASE)
+_MONTHS = {m: i for i, names in enumerate([
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+    ("december", "dec")], start=1) for m in names}
+_MONTH = r"(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_ORD = r"(?:st|nd|rd|th)?"
+_DATES = [
+    re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"),
+    re.compile(r"\b(?P<d>\d{1,2})/(?P<m>\d{1,2})/(?P<y>\d{4})\b"),
+    re.compile(r"\b(?P<d>\d{1,2})" + _ORD + r"\s+(?:of\s+)?" + _MONTH.format("mon") + r"(?:,?\s+(?P<y>\d{4}))?\b",
+               re.IGNORECASE),
+    re.compile(r"\b" + _MONTH.format("mon") + r"\s+(?P<d>\d{1,2})" + _ORD + r"(?:,?\s+(?P<y>\d{4}))?\b(?!:)",
+               re.IGNORECASE),
+    re.compile(r"\b" + _MONTH.format("mon") + r",?\s+(?P<y>\d{4})\b", re.IGNORECASE),
+]
+_CURRENCY = re.compile(rf"us\$|a\$|c\$|s\$|[$£€¥₹﷼]|\b(?:{_CODE})\b|(?<![^\W\d_])(?:{_POST_WORDS})(?![^\W\d_])",
+                       re.IGNORECASE)
+_TIME = re.compile(r"\b(?P<h>\d{1,2}):(?P<min>\d{2})\b")
+_NUMBER = re.compile(_NUM)
+_UNITS = {w: n for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * n for n, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if n > 1}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_NUMBER_WORD = "|".join([*_UNITS, *_TENS, *_SCALES])
+_NUMBER_WORDS = re.compile(rf"\b(?:{_NUMBER_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}))*\b", re.IGNORECASE)
+
+
+@dataclass
+class Facts:
+    """What a text states: figures with their kind (what a draft must match) and every value that
+    appears anywhere in it (what a bare number of a draft may match)."""
+
+    figures: set[tuple[str, str]] = field(default_factory=set)  # (kind or unit, value)
+    values: set[str] = field(default_factory=set)
+    currencies: set[str] = field(default_factory=set)  # every currency named anywhere (a table header's too)
+
+    def __bool__(self) -> bool:
+        return bool(self.figures)
+
+
+def _value(raw: str) -> str:
+    """1,500 → 1500; 08 → 8; 0.50 → 0.5; a malformed group is kept as written."""
+    text = raw.replace(",", "")
+    try:
+        if "." in text:
+            whole, _, frac = text.partition(".")
+            frac = frac.rstrip("0")
+            return f"{int(whole)}.{frac}" if frac else str(int(whole))
+        return str(int(text))
+    except ValueError:
+        return raw
+
+
+def _words_value(words: str) -> int | None:
+    total = current = 0
+    seen = False
+    for w in re.split(r"[\s-]+", words.lower()):
+        if w == "and" or not w:
+            continue
+        seen = True
+        if w in _UNITS:
+            current += _UNITS[w]
+        elif w in _TENS:
+            current += _TENS[w]
+        elif w == "hundred":
+            current = max(current, 1) * 100
+        else:
+            total += max(current, 1) * _SCALES[w]
+            current = 0
+    return total + current if seen else None
+
+
+def prepare(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).translate(_ARABIC_DIGITS)
+
+
+def facts_in(text: str, *, partial_dates: bool = False) -> Facts:
+    """Figures stated in `text`. `partial_dates`: also record each full date's day-month and
+    month-year (a passage, so that "1 March" in a draft finds "1 March 2026")."""
+    facts = Facts()
+    s = prepare(text)
+    for m in _CURRENCY.finditer(s):
+        word = m.group().lower()
+        facts.currencies.add(_WORDS.get(word) or _SYMBOLS.get(word) or word)
+    spans: list[tuple[int, int]] = []
+
+    def taken(m: re.Match[str]) -> bool:
+        return any(m.start() < b and a < m.end() for a, b in spans)
+
+    for pattern in _DATES:
+        for m in pattern.finditer(s):
+            if taken(m):
+                continue
+            g = m.groupdict()
+            if g.get("mon") == "may":  # the verb, not the month ("up to 3 may be carried over")
+                continue
+            month = _MONTHS[g["mon"].lower().rstrip(".")] if g.get("mon") else int(g["m"])
+            if not 1 <= month <= 12:
+                continue
+            day = int(g["d"]) if g.get("d") else None
+            year = int(g["y"]) if g.get("y") else None
+            if day is not None and not 1 <= day <= 31:
+                continue
+            spans.append(m.span())
+            parts = {"y": year, "m": month, "d": day}
+            facts.figures.add(("date", _date(parts)))
+            if partial_dates and year and day:
+                facts.figures.update({("date", _date({**parts, "y": None})), ("date", _date({**parts, "d": None}))})
+            facts.values.update(str(v) for v in (year, day) if v)
+    for m in _TIME.finditer(s):
+        if taken(m):
+            continue
+        spans.append(m.span())
+        facts.figures.add(("time", f"{int(m['h'])}:{m['min']}"))
+        facts.values.update({str(int(m["h"])), str(int(m["min"]))})
+    for m in _AMOUNT.finditer(s):
+        if taken(m):
+            continue
+        spans.append(m.span())
+        num = m["num"] or m["num2"]
+        post, pre = m["post"] or m["post2"], m["pre"]
+        unit = _WORDS.get(post.lower(), post.lower()) if post else None
+        if unit in (None, "$") and pre:
+            unit = _SYMBOLS.get(pre.lower(), pre.lower())
+        facts.figures.add((unit or "$", _value(num)))
+        facts.values.add(_value(num))
+    for m in _PERCENT.finditer(s):
+        if taken(m):
+            continue
+        spans.append(m.span())
+        facts.figures.add(("%", _value(m["num"])))
+        facts.values.add(_value(m["num"]))
+    for m in _NUMBER.finditer(s):
+        if taken(m) or _glued(s, m):
+            continue
+        spans.append(m.span())
+        facts.figures.add(("number", _value(m.group())))
+        facts.values.add(_value(m.group()))
+    for m in _NUMBER_WORDS.finditer(s):
+        if taken(m) or m.group().lower() == "one":  # "one" alone is mostly a pronoun ("no one", "the one")
+            continue
+        n = _words_value(m.group())
+        if n is not None:
+            facts.figures.add(("number", str(n)))
+            facts.values.add(str(n))
+    return facts
+
+
+def _glued(s: str, m: re.Match[str]) -> bool:
+    """Digits that end an identifier ("v3", "ISO27001", "H1") are not a figure; "9am", "8km" are."""
+    before = s[m.start() - 1] if m.start() else " "
+    return before.isalpha() or before == "_"
+
+
+def _date(parts: dict[str, int | None]) -> str:
+    y, m, d = parts["y"], parts["m"], parts["d"]
+    return "-".join(f"{v:02d}" if i else str(v) for i, v in ((0, y), (1, m), (2, d)) if v is not None) \
+        if y else "--" + "-".join(f"{v:02d}" for v in (m, d) if v is not None)
+
+
+def supported(figure: tuple[str, str], evidence: Facts) -> bool:
+    kind, value = figure
+    if figure in evidence.figures:
+        return True
+    if kind == "number":
+        return value in evidence.values
+    if kind in ("date", "time", "%"):
+        return False
+    dollar = kind in DOLLARS
+    if dollar and any(k in DOLLARS and (k == "$" or kind == "$") and v == value for k, v in evidence.figures):
+        return True  # a bare "$" on either side is any dollar
+    # a plain number in a passage that names the currency elsewhere (a table's "Nightly limit (USD)")
+    named = kind in evidence.currencies or (dollar and bool(evidence.currencies & DOLLARS))
+    return named and ("number", value) in evidence.figures
+
+
+def unsupported(sentence: str, evidence: Facts) -> list[tuple[str, str]]:
+    """The figures of `sentence` that `evidence` (the cited passages' facts) does not state."""
+    return sorted(f for f in facts_in(sentence).figures if not supported(f, evidence))

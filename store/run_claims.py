@@ -1,0 +1,106 @@
+"""Run claims: the `job_runs` rows that make a scheduled post happen once (claim → work → mark done).
+
+A key such as "digest:2026-W05" is claimed by one process; a claim left by a process that died is taken
+over after `stale_after`; a failure before anything was posted releases it, so a later trigger retries.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiosqlite
+
+from store.db import iso
+
+
+@dataclass(frozen=True)
+class RunClaim:
+    """Ownership of one run key (e.g. "digest:2026-W05") until marked done or released."""
+
+    run_key: str
+    token: str
+    reclaimed: bool = False  # a stale claim of a crashed process was taken over
+
+
+@dataclass(frozen=True)
+class RunState:
+    run_key: str
+    created_at: str
+    detail: dict[str, Any]
+
+    @property
+    def state(self) -> str:
+        return str(self.detail.get("state", "done"))
+
+
+class RunClaims:
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def get_run(self, *, run_key: str) -> RunState | None:
+        async with self._conn.execute("SELECT run_key, created_at, detail FROM job_runs WHERE run_key=?",
+                                      (run_key,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        try:
+            detail = json.loads(row[2] or "{}")
+        except ValueError:
+            detail = {"raw": row[2]}
+        return RunState(run_key=row[0], created_at=row[1], detail=detail if isinstance(detail, dict) else {})
+
+    async def claim_run(self, *, run_key: str, now: datetime, stale_after: timedelta) -> RunClaim | None:
+        """Own `run_key`, or None when it is done or another process holds a fresh claim.
+
+        A claim older than `stale_after` and still not done belongs to a process that died mid-run:
+        it is taken over (compare-and-set on the old detail, so two survivors cannot both take it).
+        """
+        token = uuid.uuid4().hex
+        detail = json.dumps({"state": "claimed", "token": token, "claimed_at": iso(now)})
+        cur = await self._conn.execute("INSERT OR IGNORE INTO job_runs (run_key, created_at, detail) VALUES (?,?,?)",
+                                       (run_key, iso(now), detail))
+        inserted = cur.rowcount == 1
+        await cur.close()
+        if inserted:
+            return RunClaim(run_key, token)
+        current = await self.get_run(run_key=run_key)
+        if current is None or current.state != "claimed":
+            return None
+        claimed_at = datetime.fromisoformat(str(current.detail.get("claimed_at") or current.created_at))
+        if now - claimed_at < stale_after:
+            return None
+        cur = await self._conn.execute(
+            "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
+            (detail, run_key, current.detail.get("token")))
+        taken = cur.rowcount == 1
+        await cur.close()
+        return RunClaim(run_key, token, reclaimed=True) if taken else None
+
+    async def mark_run(self, claim: RunClaim, *, state: str, now: datetime, **extra: object) -> bool:
+        """Record progress ("posted", "done") while still holding the claim; False if it was lost."""
+        current = await self.get_run(run_key=claim.run_key)
+        if current is None or current.detail.get("token") != claim.token:
+            return False
+        detail = {**current.detail, **extra, "state": state, f"{state}_at": iso(now)}
+        cur = await self._conn.execute(
+            "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
+            (json.dumps(detail, default=str), claim.run_key, claim.token))
+        changed = cur.rowcount == 1
+        await cur.close()
+        return changed
+
+    async def release_run(self, claim: RunClaim) -> None:
+        """Give the key back after a failure before anything was posted, so a later trigger retries."""
+        cur = await self._conn.execute(
+            "DELETE FROM job_runs WHERE run_key=? AND json_extract(detail,'$.token')=?"
+            " AND json_extract(detail,'$.state')='claimed'", (claim.run_key, claim.token))
+        await cur.close()
+
+    async def forget_run(self, *, run_key: str) -> None:
+        """For `--force`: the next claim of this key starts afresh."""
+        cur = await self._conn.execute("DELETE FROM job_runs WHERE run_key=?", (run_key,))
+        await cur.close()

@@ -1,0 +1,167 @@
+"""`cairn serve`: the real process loop in this process — server.json while it runs, Slack over HTTP
+(signed) and over Socket Mode, the ingestion worker taking CLI hand-overs, a clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bot import server as server_process
+from bot.cli import serve as serve_command
+from bot.cli.common import CommandError
+from bot.cli.main import build_parser
+from bot.services import running_server, server_file
+from retrieval.embed import Embedder
+from retrieval.ingest import DocumentOptions
+from tests.bot.conftest import SIGNING_SECRET, TEAM, Cairn, sign
+from tests.conftest import make_settings
+from tests.fake_slack import FakeSlack
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def dm_event(text: str, ts: str) -> dict:
+    return {"token": "legacy", "team_id": TEAM, "api_app_id": "A0CAIRN", "type": "event_callback",
+            "event_id": f"Ev{ts}", "event_time": int(time.time()),
+            "event": {"type": "message", "channel_type": "im", "user": "U0BOB", "channel": "D0BOB", "ts": ts,
+                      "text": text, "team": TEAM}}
+
+
+async def wait_healthy(client: httpx.AsyncClient, server: asyncio.Task) -> None:
+    async with asyncio.timeout(120):
+        while True:
+            if server.done():
+                server.result()  # raises what stopped it
+                raise AssertionError("cairn serve stopped before it was healthy")
+            try:
+                if (await client.get("/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+
+
+async def test_serve_http(tmp_path: Path, handbook_template: Path, embedder: Embedder, fake_slack: FakeSlack,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(handbook_template, home)
+    settings = make_settings(home, SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET,
+                             SLACK_API_URL=fake_slack.url, CAIRN_ESCALATION_CHANNEL="C0ESCALATE")
+    port = free_port()
+    args = build_parser().parse_args(["serve", "--http", "--port", str(port)])
+    server = asyncio.create_task(args.handler(args, settings))
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        await wait_healthy(client, server)
+        assert json.loads(server_file(settings).read_text()) == {"pid": os.getpid(), "port": port, "slack": "http"}
+        assert running_server(settings) is not None
+
+        body = json.dumps(dm_event("What is the per diem for meals?", "1699000001.000100"))
+        assert (await client.post("/slack/events", content=body,
+                                  headers={"Content-Type": "application/json", **sign(body)})).status_code == 200
+        await fake_slack.wait_for("chat.update", lambda c: c.channel == "D0BOB" and "[1]" in c.text, within=60)
+        bad = {"Content-Type": "application/json", **sign(body, secret="wrong")}
+        assert (await client.post("/slack/events", content=body, headers=bad)).status_code == 401
+
+        # The server owns the index: `cairn ingest` hands the file over and its worker publishes it.
+        doc = tmp_path / "pets.md"
+        doc.write_text("# Pets at work\n\nDogs are welcome in the Tokyo office on Fridays if they are "
+                       "registered with facilities.\n", encoding="utf-8")
+        ingest = build_parser().parse_args(["ingest", str(doc), "--tenant", "larkspur", "--json"])
+        capsys.readouterr()
+        assert await asyncio.wait_for(ingest.handler(ingest, settings), 120) == 0
+        assert json.loads(capsys.readouterr().out.splitlines()[-1])["status"] == "published"
+
+    os.kill(os.getpid(), signal.SIGTERM)  # serve's handler turns it into a clean stop
+    await asyncio.wait_for(server, 60)
+    assert not server_file(settings).exists()
+
+
+async def test_serve_socket_mode(cairn: Cairn) -> None:
+    settings = cairn.settings.model_copy(update={"slack_app_token": "xapp-test"})
+    stop = asyncio.Event()
+    server = asyncio.create_task(server_process.run_server(settings, cairn.services, mode="socket",
+                                                          host="127.0.0.1", port=free_port(), stop=stop))
+    try:
+        await cairn.fake.wait_for("apps.connections.open")
+        envelope = await cairn.fake.send_socket_event(dm_event("What is the per diem for meals?",
+                                                               "1699000002.000100"))
+        await cairn.fake.wait_for("socket_ack", lambda c: c.params.get("envelope_id") == envelope)
+        answer = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "D0BOB" and "[1]" in c.text,
+                                           within=60)
+        assert answer.token == "xoxb-test"
+    finally:
+        stop.set()
+        await asyncio.wait_for(server, 60)
+
+
+async def test_a_restarted_server_resumes_a_job_its_crashed_predecessor_left_running_at_once(
+        cairn: Cairn) -> None:
+    services = cairn.services
+    submitted = await services.ingestor.submit_bytes(
+        b"# Pets at work\n\nDogs are welcome in the Tokyo office on Fridays if they are registered.\n",
+        filename="pets.md", doc_id="ops/pets", options=DocumentOptions(tenant_id="larkspur"))
+    # The real worker dies mid-job (as the process would): the row stays "embedding", leased for minutes.
+    worker: asyncio.Task[None]
+
+    def die_while_embedding(job: object, state: str) -> None:
+        if state == "embedding":
+            worker.cancel()
+
+    worker = asyncio.create_task(server_process.ingestion_worker(services, notifier=die_while_embedding))  # type: ignore[arg-type]
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(worker, 60)
+    left = await services.jobs.get(job_id=submitted.job_id)
+    assert (left.state, left.attempts) == ("embedding", 1)
+    assert await services.jobs.claim_next() is None  # the dead worker's lease holds it
+
+    await cairn.restart()  # a new process over the same CAIRN_HOME
+    stop = asyncio.Event()
+    server = asyncio.create_task(server_process.run_server(cairn.settings, cairn.services, mode=None,
+                                                          host="127.0.0.1", port=free_port(), stop=stop))
+    try:
+        async with asyncio.timeout(60):  # the lease had ten minutes to run
+            while (job := await cairn.services.jobs.get(job_id=submitted.job_id)).state != "published":
+                assert not server.done(), server
+                await asyncio.sleep(0.1)
+        assert (job.attempts, job.version) == (2, "v1")
+        doc = await cairn.services.catalog.get_document(tenant_id="larkspur", doc_id="ops/pets")
+        assert (doc.status, doc.current_version) == ("active", "v1")
+    finally:
+        stop.set()
+        await asyncio.wait_for(server, 60)
+
+
+def test_serve_refuses_a_mode_without_its_credentials(tmp_path: Path) -> None:
+    parser = build_parser()
+    no_slack = make_settings(tmp_path)
+    assert serve_command.slack_mode(parser.parse_args(["serve"]), no_slack) is None  # HTTP API only
+    with pytest.raises(CommandError, match="SLACK_BOT_TOKEN"):
+        serve_command.slack_mode(parser.parse_args(["serve", "--socket"]), no_slack)
+    bot_only = make_settings(tmp_path, SLACK_BOT_TOKEN="xoxb-test")
+    with pytest.raises(CommandError, match="SLACK_APP_TOKEN"):
+        serve_command.slack_mode(parser.parse_args(["serve", "--socket"]), bot_only)
+    with pytest.raises(CommandError, match="SLACK_SIGNING_SECRET"):
+        serve_command.slack_mode(parser.parse_args(["serve", "--http"]), bot_only)
+    both = make_settings(tmp_path, SLACK_BOT_TOKEN="xoxb-test", SLACK_APP_TOKEN="xapp-test")
+    assert serve_command.slack_mode(parser.parse_args(["serve"]), both) == "socket"
+
+
+def test_a_busy_port_is_a_clear_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(server_process.ServeError, match="cannot listen"):
+            server_process.bind("127.0.0.1", taken.getsockname()[1])
