@@ -2,10 +2,12 @@
 
 From the passages at or above the score floor (at most 3), every body sentence is scored against the
 question: cosine similarity (MiniLM for English, the multilingual encoder when the question or a
-passage is not English) plus a lexical-overlap bonus plus a little of the passage's rerank score.
-The best sentence is kept; a sentence with a number keeps its adjacent exception sentence from the
-same passage ("… USD 250." + "During trade-show weeks …"); other sentences close to the best one
-fill up to 3.
+passage is not English) plus what graph/answerers/features.py reads off the sentence (the
+question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
+little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate. The best
+sentence is kept with the neighbours that give it its scope (its exception, the population or the
+place it applies to, the local amount, the exclusion after a general rule: "… USD 250." + "During
+trade-show weeks …"); other sentences close to the best one fill up to 3; an old value never does.
 
 Cosines come from standalone MiniLM vectors (~4 ms a sentence to encode here). `cairn serve`
 prepares them for every published English chunk in the background (`prepare_answer_vectors`),
@@ -65,7 +67,7 @@ _ITEM = re.compile(r"^(?:[-•*]|\d{1,2}[.)])\s+")
 # it excludes ("In the United Kingdom, customers have statutory rights for longer …", "Administrators
 # …, and everyone in Finance, must use a hardware security key", "In local currency the per diem is …").
 _SCOPE_START = re.compile(
-    r"^(?:[-•*]\s*)?(?:in (?:the )?[A-Z][\w-]+|in local currency|outside|for (?:staff|employees|customers|"
+    r"^(?:[-•*]\s*)?(?:in (?:the )?(?-i:[A-Z])[\w-]+|in local currency|outside|for (?:staff|employees|customers|"
     r"contractors|part-time|managers|administrators|everyone)|everyone|administrators|staff (?:in|who|at)|"
     r"customers (?:in|who)|this (?:exception|rule|limit|allowance) (?:applies|does not)|never|no |not )",
     re.IGNORECASE)
