@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import date
 
@@ -104,14 +105,25 @@ HISTORY_PENALTY = 0.25
 
 
 def tokens(text: str) -> set[str]:
+    """Content words, lower-cased, without accents ("Beyoncé" = "beyonce") or Arabic diacritics,
+    the Arabic article dropped and English lightly stemmed."""
     out = set()
-    for token in _TOKEN.findall(_ARABIC_DIACRITICS.sub("", text.lower())):
+    for token in _TOKEN.findall(_fold(text)):
         if token.startswith("ال") and len(token) > 4:
             token = token[2:]
         token = stem(token)
         if token not in STOP and (len(token) > 2 or token.isdigit()):
             out.add(token)
     return out
+
+
+def _fold(text: str) -> str:
+    text = _ARABIC_DIACRITICS.sub("", text.lower())
+    if text.isascii():
+        return text
+    # Latin letters only: decomposing Arabic would split a hamza from its alef.
+    return "".join(ch if ord(ch) >= 0x0370 else "".join(c for c in unicodedata.normalize("NFKD", ch)
+                                                         if not unicodedata.combining(c)) for ch in text)
 
 
 def stem(token: str) -> str:
