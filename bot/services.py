@@ -37,6 +37,7 @@ from store.db import open_db
 from store.jobs import Jobs
 from store.reports import EscalationReports
 from store.run_claims import RunClaims
+from store.sources import Sources
 
 _EMBEDDERS: dict[tuple[bool, str], Embedder] = {}
 
@@ -73,6 +74,7 @@ class Store:
     reports: EscalationReports
     runs: RunClaims
     controls: Controls
+    sources: Sources
 
 
 def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: float | None = None) -> Store:
@@ -80,7 +82,7 @@ def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: fl
     cache_s = settings.controls_cache_s if controls_cache_s is None else controls_cache_s
     return Store(settings=settings, db=db, catalog=Catalog(db), jobs=Jobs(db, max_attempts=settings.job_max_attempts),
                  conversations=conversations, reports=EscalationReports(db, conversations), runs=RunClaims(db),
-                 controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s))
+                 controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s), sources=Sources(db))
 
 
 @dataclass
@@ -119,6 +121,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         store = _store(settings, db)
         catalog, jobs, conversations, controls = store.catalog, store.jobs, store.conversations, store.controls
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
+        await store.sources.setup()
         metrics = Metrics()
         searcher = Searcher(index=index, catalog=catalog, embedder=embedder,
                             reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
@@ -158,7 +161,9 @@ async def open_store(settings: Settings, *, controls_cache_s: float | None = Non
     settings.cairn_home.mkdir(parents=True, exist_ok=True)
     db = await open_db(settings.db_path)
     try:
-        yield _store(settings, db, controls_cache_s=controls_cache_s)
+        store = _store(settings, db, controls_cache_s=controls_cache_s)
+        await store.sources.setup()
+        yield store
     finally:
         await db.close()
 

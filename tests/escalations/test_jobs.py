@@ -24,7 +24,7 @@ from tests.escalations.slack_files import FakeSlackWithFiles
 from tests.conftest import make_settings
 
 ALL_JOBS = {"cairn.classify", "cairn.expiry", "cairn.digest", "cairn.digest_catch_up", "cairn.publish_due",
-            "cairn.index_cleanup", "cairn.retention"}
+            "cairn.index_cleanup", "cairn.retention", "cairn.sources"}
 
 
 @pytest.fixture
