@@ -133,7 +133,8 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
-                            allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb)
+                            allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb,
+                            max_chunks=settings.max_chunks, job_timeout_s=settings.job_timeout_s)
         answerer = build_answerer(embedder=embedder, stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids),
                                   prepared_vectors=lambda ids: catalog.load_answer_vectors(chunk_ids=ids),
                                   chat_model=settings.chat_model,
