@@ -340,6 +340,29 @@ def split_table(split: str, turns: Sequence[Turn]) -> None:
                "answerable; correct esc. = escalated when it must.")
 
 
+def reasons_table(split: str, turns: Sequence[Turn]) -> None:
+    """Why turns escalated, by whether they should have: where the needless escalations come from."""
+    rows = []
+    for set_name in SETS:
+        mine = [t for t in turns if t.case.set == set_name and t.escalated]
+        for expect in ("answer", "escalate"):
+            counts: dict[str, int] = {}
+            for t in mine:
+                if t.case.expect == expect:
+                    counts[t.reason or "?"] = counts.get(t.reason or "?", 0) + 1
+            if counts:
+                rows.append([set_name, "answerable (needless)" if expect == "answer" else "must escalate (correct)",
+                             ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))])
+    if rows:
+        table(f"Escalation reasons — {split.upper()} split", ["set", "questions", "reasons"], rows)
+    wrong = [t for t in turns if t.verdict == "wrong"]
+    for set_name in SETS:
+        ids = [t.case.qid for t in wrong if t.case.set == set_name]
+        if ids:
+            print(f"{split} · {set_name}: wrong answers shown ({len(ids)}): {', '.join(ids[:40])}"
+                  + (" …" if len(ids) > 40 else ""))
+
+
 def targets_table(split: str, turns: Sequence[Turn]) -> None:
     def of(set_name: str, *kinds: str, lang: str | None = None) -> list[Turn]:
         return [t for t in turns if t.case.set == set_name and (not kinds or t.case.kind in kinds)
@@ -390,4 +413,5 @@ async def section_answers(ws: Workspace) -> None:
     for split in splits:
         mine = [t for t in turns if t.case.split == split]
         split_table(split, mine)
+        reasons_table(split, mine)
         targets_table(split, mine)
