@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 from langgraph.graph.state import CompiledStateGraph
@@ -185,6 +186,14 @@ def slack_notifier(services: Services) -> Notifier | None:
     from bot.slack.escalation_posting import EscalationThreads
 
     return EscalationThreads(client=build_web_client(services.settings), services=services)
+
+
+async def slack_preflight(settings: Settings, access: AccessPolicy) -> list[Any]:
+    """What the Slack app needs (token, scopes, channels) checked over the Web API (bot/slack/preflight.py)."""
+    from bot.slack.app import build_web_client
+    from bot.slack.preflight import slack_checks
+
+    return await slack_checks(build_web_client(settings), settings, access)
 
 
 # -- the server's presence file: how a CLI learns that `cairn serve` owns the index ----------------
