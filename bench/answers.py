@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench import datasets as ds
 from bench.answer_scoring import contains_fact
@@ -49,12 +50,15 @@ OUT = Path(__file__).resolve().parent / "out"
 SAMPLE = ROOT / "sample" / "handbook"
 SAMPLE_QUESTIONS = ROOT / "sample" / "questions.jsonl"
 SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
+# our labels for the sample: the fact asked where gold_text is only the passage's start, the kind of each
+# must-escalate line, and extra questions for the failure classes of issue 12
+SAMPLE_LABELS = Path(__file__).resolve().parent / "questions" / "sample.jsonl"
 SETS = ("sample", "handbooks", "squad", "xquad")
 SPLITS = ("tune", "report")
 # SQuAD and XQuAD sample sizes (before the split): a few minutes on 2 cores with the other sets
 SQUAD_ANSWERABLE, SQUAD_ADVERSARIAL, SQUAD_OOC = 240, 120, 120
 XQUAD_AR_EN = 160
-MUST_ESCALATE = ("adversarial", "ooc", "near_miss", "null")
+MUST_ESCALATE = ("adversarial", "ooc", "near_miss", "access", "conflict", "human", "null")
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Case:
     set: str
     qid: str
     question: str
-    kind: str  # answerable | adversarial | ooc | near_miss | null (the sample's must-escalate lines)
+    kind: str  # answerable, or one of MUST_ESCALATE (access: the asker may not read the answer; human: asks for one)
     answers: tuple[str, ...] = ()
     lang: str = "en"
     as_user: str | None = None
@@ -128,17 +132,21 @@ def _limit(cases: list[Case], splits: Sequence[str]) -> list[Case]:
 # -- the sets --------------------------------------------------------------------------------------------
 
 
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
 def sample_cases() -> list[Case]:
+    labels = {x["id"]: x for x in _jsonl(SAMPLE_LABELS)} if SAMPLE_LABELS.exists() else {}
+    lines = _jsonl(SAMPLE_QUESTIONS)
+    known = {x["id"] for x in lines}
     out = []
-    for line in SAMPLE_QUESTIONS.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        x = json.loads(line)
+    for x in [*({**x, **labels.get(x["id"], {})} for x in lines), *(x for i, x in labels.items() if i not in known)]:
         answerable = x["expect"] == "answer"
         lang = "ar" if any("\u0600" <= ch <= "\u06ff" for ch in x["question"]) else "en"
-        out.append(Case("sample", x["id"], x["question"], "answerable" if answerable else "null",
-                        answers=(x["gold_text"],) if answerable else (), lang=lang, as_user=x.get("as"),
-                        expect_reason=x.get("reason")))
+        answers = tuple(x.get("answers") or [x["gold_text"]]) if answerable else ()
+        out.append(Case("sample", x["id"], x["question"], "answerable" if answerable else str(x.get("kind") or "null"),
+                        answers=answers, lang=lang, as_user=x.get("as"), expect_reason=x.get("reason")))
     return out
 
 
@@ -332,6 +340,29 @@ def split_table(split: str, turns: Sequence[Turn]) -> None:
                "answerable; correct esc. = escalated when it must.")
 
 
+def reasons_table(split: str, turns: Sequence[Turn]) -> None:
+    """Why turns escalated, by whether they should have: where the needless escalations come from."""
+    rows = []
+    for set_name in SETS:
+        mine = [t for t in turns if t.case.set == set_name and t.escalated]
+        for expect in ("answer", "escalate"):
+            counts: dict[str, int] = {}
+            for t in mine:
+                if t.case.expect == expect:
+                    counts[t.reason or "?"] = counts.get(t.reason or "?", 0) + 1
+            if counts:
+                rows.append([set_name, "answerable (needless)" if expect == "answer" else "must escalate (correct)",
+                             ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))])
+    if rows:
+        table(f"Escalation reasons — {split.upper()} split", ["set", "questions", "reasons"], rows)
+    wrong = [t for t in turns if t.verdict == "wrong"]
+    for set_name in SETS:
+        ids = [t.case.qid for t in wrong if t.case.set == set_name]
+        if ids:
+            print(f"{split} · {set_name}: wrong answers shown ({len(ids)}): {', '.join(ids[:40])}"
+                  + (" …" if len(ids) > 40 else ""))
+
+
 def targets_table(split: str, turns: Sequence[Turn]) -> None:
     def of(set_name: str, *kinds: str, lang: str | None = None) -> list[Turn]:
         return [t for t in turns if t.case.set == set_name and (not kinds or t.case.kind in kinds)
@@ -382,4 +413,5 @@ async def section_answers(ws: Workspace) -> None:
     for split in splits:
         mine = [t for t in turns if t.case.split == split]
         split_table(split, mine)
+        reasons_table(split, mine)
         targets_table(split, mine)

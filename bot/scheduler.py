@@ -13,6 +13,7 @@ idempotent, so a restart, an overlapping trigger or a second process changes not
 | cairn.publish_due     | every 5 minutes                              | future-effective versions become current |
 | cairn.index_cleanup   | hourly                                       | retry removing vectors of retired versions |
 | cairn.retention       | daily 03:30 (CAIRN_TIMEZONE)                 | purge turn traces older than the retention |
+| cairn.sources         | every minute                                 | sync the sources whose `--every` has come round |
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from escalations.expiry import ExpiryReport, expire_due, send_reminders
 from escalations.notifier import Notifier
 from escalations.taxonomy import load_taxonomy
 from escalations.weeks import digest_clock, digest_day_name, due_week
+from retrieval.sync import SyncReport, SyncRunner
+from store.access import AccessPolicy
 from store.db import utcnow
 from store.reports import EscalationReports
 from store.retention import purge_old_turns
@@ -50,6 +53,7 @@ log = logging.getLogger(__name__)
 
 EXPIRY_EVERY = timedelta(minutes=1)
 PUBLISH_EVERY = timedelta(minutes=5)
+SOURCES_EVERY = timedelta(minutes=1)
 DIGEST_CATCH_UP = timedelta(hours=24)
 
 Clock = Callable[[], datetime]
@@ -108,27 +112,44 @@ async def expire_escalations(ctx: JobContext) -> ExpiryReport:
                             deadline_hours=ctx.services.settings.escalation_deadline_hours, report=report)
 
 
-async def post_weekly_digest(ctx: JobContext, *, catch_up: bool = False) -> PostResult | None:
+def digest_targets(settings: Settings, access: AccessPolicy) -> list[tuple[str, str]]:
+    """(tenant, channel) for every tenant whose leads get a weekly digest: each tenant's own channel from
+    the access file; CAIRN_DIGEST_CHANNEL stands in for the default tenant only."""
+    return [(tenant, channel) for tenant in sorted(access.tenants)
+            if (channel := access.digest_channel_for(tenant, fallback=settings.digest_channel))]
+
+
+async def post_weekly_digest(ctx: JobContext, *, catch_up: bool = False) -> list[PostResult]:
+    """Last week's digest, one per tenant, each to that tenant's channel (never one tenant's to another)."""
     settings = ctx.services.settings
-    if ctx.slack is None or not settings.digest_channel:
-        return None
+    targets = digest_targets(settings, ctx.services.access)
+    if ctx.slack is None or not targets:
+        return []
     now = ctx.clock()
     week, moment = due_week(now, ZoneInfo(settings.timezone), day=settings.digest_day, at=settings.digest_time)
     if catch_up and now - moment > DIGEST_CATCH_UP:
-        return None
+        return []
     await _guarded(classify_escalations)(ctx)  # fresh topics for the digest; failure is not fatal
-    result = await post_digest(reports=ctx.queries, runs=ctx.services.store.runs, client=ctx.slack, channel=settings.digest_channel, week=week,
-                               timezone=settings.timezone, now=now)
-    log.info("weekly digest %s: %s", week, result.status)
-    return result
+    results = []
+    for tenant, channel in targets:
+        try:
+            result = await post_digest(reports=ctx.queries, runs=ctx.services.store.runs, client=ctx.slack,
+                                       channel=channel, week=week, timezone=settings.timezone, now=now,
+                                       tenant_id=tenant, default_tenant=ctx.services.access.default_tenant)
+        except Exception:  # one tenant's refusal (not_in_channel…) must not cost the others their digest
+            log.exception("weekly digest %s for %s failed", week, tenant)
+            continue
+        log.info("weekly digest %s for %s: %s", week, tenant, result.status)
+        results.append(result)
+    return results
 
 
-async def post_digest_now(settings: Settings, store: Store, *, week: str, now: datetime,
-                          force: bool = False) -> PostResult:
+async def post_digest_now(settings: Settings, store: Store, access: AccessPolicy, *, tenant: str, channel: str,
+                          week: str, now: datetime, force: bool = False) -> PostResult:
     """`cairn digest --post`: the same claimed, once-per-week post as the scheduled job, from a terminal."""
     return await post_digest(reports=store.reports, runs=store.runs, client=build_web_client(settings),
-                             channel=str(settings.digest_channel), week=week, timezone=settings.timezone, now=now,
-                             force=force)
+                             channel=channel, week=week, timezone=settings.timezone, now=now, force=force,
+                             tenant_id=tenant, default_tenant=access.default_tenant)
 
 
 async def publish_due_versions(ctx: JobContext) -> list[str]:
@@ -140,6 +161,21 @@ async def publish_due_versions(ctx: JobContext) -> list[str]:
 
 async def clean_up_index(ctx: JobContext) -> int:
     return await ctx.services.ingestor.cleanup()
+
+
+async def sync_due_sources(ctx: JobContext) -> list[SyncReport]:
+    """Sources whose schedule has come round, one after another. This process holds the index, but the
+    ingestion worker runs the queued jobs (so their rows show progress as any upload's do)."""
+    services = ctx.services
+    sources = services.store.sources
+    runner = SyncRunner(sources=sources, submitter=services.ingestor.submitter, catalog=services.catalog,
+                        jobs=services.jobs, ingestor=services.ingestor, run_jobs=False)
+    reports = []
+    for source in await sources.due(now=ctx.clock()):
+        report = await runner.run(source)
+        log.info("source %s synced: %s %s", source.location, report.status, report.counts)
+        reports.append(report)
+    return reports
 
 
 async def purge_traces(ctx: JobContext) -> int:
@@ -165,18 +201,21 @@ def register_jobs(scheduler: Any, services: Services, *, slack_client: AsyncWebC
         misfire_grace_time=None)
     add(expire_escalations, IntervalTrigger(seconds=EXPIRY_EVERY.total_seconds()), "cairn.expiry",
         misfire_grace_time=None)
-    if slack_client is not None and settings.digest_channel:
+    if slack_client is not None and digest_targets(settings, services.access):
         hour, minute = digest_clock(settings.digest_time)
         add(post_weekly_digest, CronTrigger(day_of_week=digest_day_name(settings.digest_day), hour=hour,
                                             minute=minute, timezone=tz), "cairn.digest", misfire_grace_time=3600)
         add(post_weekly_digest, DateTrigger(run_date=clock() + timedelta(minutes=1)), "cairn.digest_catch_up",
             kwargs={"ctx": ctx, "catch_up": True}, misfire_grace_time=None)
     else:
-        log.info("weekly digest not scheduled: it needs a Slack client and CAIRN_DIGEST_CHANNEL")
+        log.info("weekly digest not scheduled: it needs a Slack client and a digest channel (CAIRN_DIGEST_CHANNEL "
+                 "or a tenant's digest_channel in the access file)")
     add(publish_due_versions, IntervalTrigger(seconds=PUBLISH_EVERY.total_seconds()), "cairn.publish_due",
         misfire_grace_time=None)
     add(clean_up_index, IntervalTrigger(hours=1), "cairn.index_cleanup", misfire_grace_time=None)
     add(purge_traces, CronTrigger(hour=3, minute=30, timezone=tz), "cairn.retention", misfire_grace_time=3600)
+    add(sync_due_sources, IntervalTrigger(seconds=SOURCES_EVERY.total_seconds()), "cairn.sources",
+        misfire_grace_time=None)
     return ctx
 
 

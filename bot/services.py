@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 from langgraph.graph.state import CompiledStateGraph
@@ -37,6 +38,7 @@ from store.db import open_db
 from store.jobs import Jobs
 from store.reports import EscalationReports
 from store.run_claims import RunClaims
+from store.sources import Sources
 
 _EMBEDDERS: dict[tuple[bool, str], Embedder] = {}
 
@@ -73,6 +75,7 @@ class Store:
     reports: EscalationReports
     runs: RunClaims
     controls: Controls
+    sources: Sources
 
 
 def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: float | None = None) -> Store:
@@ -80,7 +83,7 @@ def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: fl
     cache_s = settings.controls_cache_s if controls_cache_s is None else controls_cache_s
     return Store(settings=settings, db=db, catalog=Catalog(db), jobs=Jobs(db, max_attempts=settings.job_max_attempts),
                  conversations=conversations, reports=EscalationReports(db, conversations), runs=RunClaims(db),
-                 controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s))
+                 controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s), sources=Sources(db))
 
 
 @dataclass
@@ -119,6 +122,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         store = _store(settings, db)
         catalog, jobs, conversations, controls = store.catalog, store.jobs, store.conversations, store.controls
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
+        await store.sources.setup()
         metrics = Metrics()
         searcher = Searcher(index=index, catalog=catalog, embedder=embedder,
                             reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
@@ -130,7 +134,8 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
-                            allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb)
+                            allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb,
+                            max_chunks=settings.max_chunks, job_timeout_s=settings.job_timeout_s)
         answerer = build_answerer(embedder=embedder, stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids),
                                   prepared_vectors=lambda ids: catalog.load_answer_vectors(chunk_ids=ids),
                                   chat_model=settings.chat_model,
@@ -158,7 +163,9 @@ async def open_store(settings: Settings, *, controls_cache_s: float | None = Non
     settings.cairn_home.mkdir(parents=True, exist_ok=True)
     db = await open_db(settings.db_path)
     try:
-        yield _store(settings, db, controls_cache_s=controls_cache_s)
+        store = _store(settings, db, controls_cache_s=controls_cache_s)
+        await store.sources.setup()
+        yield store
     finally:
         await db.close()
 
@@ -179,6 +186,14 @@ def slack_notifier(services: Services) -> Notifier | None:
     from bot.slack.escalation_posting import EscalationThreads
 
     return EscalationThreads(client=build_web_client(services.settings), services=services)
+
+
+async def slack_preflight(settings: Settings, access: AccessPolicy) -> list[Any]:
+    """What the Slack app needs (token, scopes, channels) checked over the Web API (bot/slack/preflight.py)."""
+    from bot.slack.app import build_web_client
+    from bot.slack.preflight import slack_checks
+
+    return await slack_checks(build_web_client(settings), settings, access)
 
 
 # -- the server's presence file: how a CLI learns that `cairn serve` owns the index ----------------

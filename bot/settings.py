@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=50, alias="CAIRN_CHUNK_OVERLAP")
     job_max_attempts: int = Field(default=3, alias="CAIRN_JOB_MAX_ATTEMPTS")
     min_free_disk_mb: int = Field(default=256, ge=0, alias="CAIRN_MIN_FREE_DISK_MB")
+    max_chunks: int = Field(default=3000, ge=1, alias="CAIRN_MAX_CHUNKS")
+    job_timeout_s: float = Field(default=900.0, gt=0, alias="CAIRN_JOB_TIMEOUT")
 
     escalation_deadline_hours: float = Field(default=24.0, alias="CAIRN_ESCALATION_DEADLINE_HOURS")
     digest_day: str = Field(default="mon", alias="CAIRN_DIGEST_DAY")

@@ -15,7 +15,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Literal
 
-from escalations.notifier import Notifier, NotifyError
+from escalations.notifier import Notifier, NotifyError, ThreadNote
 from graph.runner import ConversationRunner, EscalationError, TurnOutcome
 from graph.state import AdminReply
 from store.access import AccessPolicy
@@ -91,12 +91,11 @@ class EscalationDesk:
         except NotifyError as exc:
             log.error("escalation %s: reply %s not relayed: %s", escalation_id, message_key, exc.reason)
             await self._best_effort(self.notifier.note_in_thread(
-                escalation, f":warning: I couldn't deliver that reply to the user ({exc.reason}). "
-                            "Please try again."), "failure note")
+                escalation, ThreadNote("relay_failed", text=exc.reason)), "failure note")
             return Reply("not_relayed", outcome, error=exc.reason)
         if written_elsewhere:
             await self._best_effort(self.notifier.note_in_thread(
-                escalation, f"{admin_name} answered from the command line:\n{text}"), "copy of the reply")
+                escalation, ThreadNote("reply_copy", by=admin_name, text=text)), "copy of the reply")
         if shown:
             await self._best_effort(self.notifier.mark_relayed(escalation, message_key), "relayed mark")
         return Reply("relayed" if shown else "recorded", outcome)
@@ -120,8 +119,7 @@ class EscalationDesk:
                 await self._best_effort(self.notifier.tell_asker(after, outcome.answer, turn_id=outcome.turn_id,
                                                                  kind="notice"), "closing note")
             await self._best_effort(self.notifier.refresh_thread(after), "root update")
-            await self._best_effort(self.notifier.note_in_thread(after, f":white_check_mark: Resolved by "
-                                                                       f"{self._who(admin_id)}."), "note")
+            await self._best_effort(self.notifier.note_in_thread(after, ThreadNote("resolved", by=admin_id)), "note")
             return Closing("done", after, told=outcome.answer if outcome is not None else None)
 
     async def claim(self, escalation_id: str, *, admin_id: str) -> Closing:
@@ -130,14 +128,9 @@ class EscalationDesk:
         escalation = await self.get(escalation_id)
         if escalation is not None:
             await self._best_effort(self.notifier.refresh_thread(escalation), "root update")
-            await self._best_effort(self.notifier.note_in_thread(
-                escalation, f":raising_hand: {self._who(admin_id)} is on it."), "note")
+            await self._best_effort(self.notifier.note_in_thread(escalation, ThreadNote("claimed", by=admin_id)),
+                                    "note")
         return Closing("done", escalation)
-
-    @staticmethod
-    def _who(user_id: str) -> str:
-        """A Slack user id becomes a mention in the thread; anyone else (the CLI's "local") is named."""
-        return f"<@{user_id}>" if user_id[:1] in ("U", "W") and user_id.isalnum() else user_id
 
     @staticmethod
     async def _best_effort(call: Awaitable[object], what: str) -> None:

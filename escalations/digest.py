@@ -130,26 +130,27 @@ async def backlog_item(esc: EscalationRecord, link_for: LinkFor | None) -> Backl
 
 
 async def build_digest(queries: EscalationReports, *, week: str, timezone: str = "UTC",
-                       link_for: LinkFor | None = None, trend_weeks: int = TREND_WEEKS) -> Digest:
-    """The digest of ISO week `week` (Monday to Sunday in `timezone`)."""
+                       link_for: LinkFor | None = None, trend_weeks: int = TREND_WEEKS,
+                       tenant_id: str | None = None) -> Digest:
+    """The digest of ISO week `week` (Monday to Sunday in `timezone`): one tenant's, or (None) every one's."""
     tz = ZoneInfo(timezone)
     start, end = week_bounds(week, tz)
     prev_start, prev_end = week_bounds(shift_week(week, -1), tz)
-    escalations = await queries.escalations_between(start=start, end=end)
-    previous = await queries.escalations_between(start=prev_start, end=prev_end)
+    escalations = await queries.escalations_between(start=start, end=end, tenant_id=tenant_id)
+    previous = await queries.escalations_between(start=prev_start, end=prev_end, tenant_id=tenant_id)
     replies = first_reply_seconds(escalations)
     weeks = recent_weeks(week, trend_weeks)
     trend_start, _ = week_bounds(weeks[0], tz)
-    rows = await queries.reasons_between(start=trend_start, end=end)
+    rows = await queries.reasons_between(start=trend_start, end=end, tenant_id=tenant_id)
     avoidable = [e for e in escalations if kind_for_reason(e.reason) == AVOIDABLE]
     return Digest(
         week=week, start=start, end=end, timezone=timezone, counts=count_kinds(escalations),
         previous=count_kinds(previous), top_topics=top_topics(escalations),
         median_first_reply_s=statistics.median(replies) if replies else None, replied=len(replies),
-        expired=len(await queries.expired_between(start=start, end=end)),
+        expired=len(await queries.expired_between(start=start, end=end, tenant_id=tenant_id)),
         # permalinks only for the items shown: one chat.getPermalink call each
         backlog=[await backlog_item(e, link_for if i < BACKLOG_SHOWN else None) for i, e in enumerate(avoidable)],
-        feedback=await queries.feedback_between(start=start, end=end),
+        feedback=await queries.feedback_between(start=start, end=end, tenant_id=tenant_id),
         trend=weekly_series(rows, weeks, tz))
 
 

@@ -17,9 +17,8 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from escalations.notifier import Notifier
+from escalations.notifier import Notifier, ThreadNote
 from graph.runner import ConversationRunner
-from store.records import EscalationRecord
 from store.reports import EscalationReports
 
 log = logging.getLogger(__name__)
@@ -32,26 +31,13 @@ class ExpiryReport:
     errors: list[str] = field(default_factory=list)
 
 
-def reminder_text(esc: EscalationRecord) -> str:
-    deadline = datetime.fromisoformat(str(esc.deadline_at))
-    stamp = int(deadline.timestamp())
-    when = f"<!date^{stamp}^{{date_short_pretty}} at {{time}}|{deadline:%Y-%m-%d %H:%M} UTC>"
-    return (f":alarm_clock: Reminder: nobody has answered this yet. If no one replies in this thread by {when}, "
-            "it expires and the user is told that no one has answered.")
-
-
-def expired_text(esc: EscalationRecord, *, deadline_hours: float) -> str:
-    return (f":hourglass: Expired: no reply within {deadline_hours:g} h. The user was told that no one has "
-            "answered yet; nothing was done or granted on their behalf. A reply here no longer reaches them.")
-
-
 async def send_reminders(*, queries: EscalationReports, notifier: Notifier | None,
                          now: datetime) -> ExpiryReport:
     report = ExpiryReport()
     for esc in await queries.due_for_reminder(now=now):
         if notifier is not None and esc.channel and esc.thread_ts:
             try:  # post, then mark: a crash in between repeats a reminder, never loses one
-                await notifier.note_in_thread(esc, reminder_text(esc))
+                await notifier.note_in_thread(esc, ThreadNote("reminder"))
             except Exception as exc:
                 log.warning("reminder for %s not posted: %s", esc.escalation_id, exc)
                 report.errors.append(f"{esc.escalation_id}: {exc}")
@@ -82,7 +68,7 @@ async def expire_due(*, queries: EscalationReports, runner: ConversationRunner, 
                                                                kind="notice")),
                            ("root update", notifier.refresh_thread(after)),
                            ("thread note", notifier.note_in_thread(
-                               after, expired_text(after, deadline_hours=deadline_hours)))):
+                               after, ThreadNote("expired", deadline_hours=deadline_hours)))):
             try:
                 await call
             except Exception as exc:

@@ -8,11 +8,28 @@ conversation history still holds every message.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from store.records import EscalationRecord
 
 AskerMessage = Literal["admin_answer", "notice"]
+NoteKind = Literal["reminder", "expired", "resolved", "claimed", "relay_failed", "reply_copy"]
+
+
+@dataclass(frozen=True)
+class ThreadNote:
+    """Something the people handling an escalation should see; the surface words it.
+
+    reminder: nobody answered yet (the deadline is on the escalation); expired: `deadline_hours` passed;
+    resolved / claimed: `by` is the user id who did it; relay_failed: `text` is why the asker did not get
+    a reply; reply_copy: `by` (a name) answered from elsewhere, `text` is the reply.
+    """
+
+    kind: NoteKind
+    by: str | None = None
+    text: str | None = None
+    deadline_hours: float | None = None
 
 
 class NotifyError(Exception):
@@ -30,7 +47,7 @@ class Notifier(Protocol):
         notifier reaches (a CLI session); raises NotifyError when the surface refused it."""
         ...
 
-    async def note_in_thread(self, escalation: EscalationRecord, text: str) -> None:
+    async def note_in_thread(self, escalation: EscalationRecord, note: ThreadNote) -> None:
         """A line for the people handling the escalation, where they handle it."""
         ...
 
@@ -50,7 +67,7 @@ class SilentNotifier:
                          kind: AskerMessage) -> bool:
         return False
 
-    async def note_in_thread(self, escalation: EscalationRecord, text: str) -> None:
+    async def note_in_thread(self, escalation: EscalationRecord, note: ThreadNote) -> None:
         return None
 
     async def refresh_thread(self, escalation: EscalationRecord) -> None:

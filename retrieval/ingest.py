@@ -12,18 +12,20 @@ import hashlib
 import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
-from retrieval.chunk import chunk_document
+from retrieval.chunk import ChunkDraft, chunk_document
 from retrieval.embed import EmbeddedText, Embedder
 from retrieval.index import IndexPoint, VectorIndex, point_id_for
 from retrieval.language import detect_language
-from retrieval.parse import SUPPORTED_SUFFIXES, ParseError, _size_phrase, parse_bytes
+from retrieval.parse import SUPPORTED_SUFFIXES, ParsedDocument, ParseError, _size_phrase, parse_bytes
 from store.access import EVERYONE
 from store.catalog import Catalog, NewChunk, chunk_id_for
 from store.disk import ensure_free
@@ -31,6 +33,7 @@ from store.jobs import Jobs
 from store.records import JobRecord
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ProgressCallback = Callable[[JobRecord, str], Awaitable[None] | None]
 _DOC_ID = re.compile(r"^[\w\-.\u0600-\u06FF]+(/[\w\-.\u0600-\u06FF]+)*$")
@@ -146,6 +149,8 @@ class Ingestor:
     chunk_overlap: int = 50
     allowed_groups: Callable[[str], frozenset[str]] | None = None
     min_free_mb: int = 0  # below this much free disk no job starts (store/disk.py says why)
+    max_chunks: int = 3000  # passages per document; more is refused with a clear message
+    job_timeout_s: float = 900.0  # one job's parse, chunk and embed budget
 
     @property
     def submitter(self) -> Submitter:
@@ -165,6 +170,11 @@ class Ingestor:
         not started stay queued for the next run."""
         results: list[FileOutcome] = []
         seen: set[str] = set()
+        # This process holds the index: a job leased by a worker of this host that has died (kill -9,
+        # a crash) is resumed now, not when its lease runs out.
+        reclaimed = await self.jobs.reclaim_dead_leases()
+        if reclaimed:
+            log.info("resuming %d job(s) whose worker died: %s", len(reclaimed), ", ".join(reclaimed))
         while True:
             # Jobs stay queued while the disk is nearly full: growing the index then would crash.
             ensure_free(self.raw_root, self.min_free_mb)
@@ -188,10 +198,12 @@ class Ingestor:
         options = _options_from(job.options)
         version: str | None = job.version
         chunks: list[NewChunk] = []
+        deadline = time.monotonic() + self.job_timeout_s
         try:
             await step("parsing")
-            data = Path(job.raw_path).read_bytes()
-            parsed = parse_bytes(data, filename=job.source_path)
+            # Parsing and chunking are CPU work on untrusted input: off the event loop, under the
+            # job's budget, so neither a large nor a hostile file stalls the server's other work.
+            parsed, drafts, langs = await self._within_budget(deadline, asyncio.to_thread(self._prepare, job))
             existing = await self.catalog.find_version_by_hash(
                 tenant_id=job.tenant_id, doc_id=job.doc_id, content_hash=job.content_hash)
             if existing is not None and existing.state in ("published", "scheduled"):
@@ -200,10 +212,6 @@ class Ingestor:
                     raise JobCancelled(job.job_id)
                 return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="unchanged",
                                    version=existing.version, chunks=existing.chunk_count, job_id=job.job_id)
-            drafts = chunk_document(parsed, count_tokens=self.embedder.count_tokens,
-                                    max_tokens=self.chunk_tokens, overlap=self.chunk_overlap)
-            if not drafts:
-                raise ParseError("parsing left no text to index; check that the file has readable body text")
             meta = parsed.metadata
             groups = options.groups or tuple(_str_list(meta.get("groups"))) or (EVERYONE,)
             check_groups(DocumentOptions(tenant_id=job.tenant_id, groups=groups), self.allowed_groups)
@@ -218,7 +226,7 @@ class Ingestor:
                                      point_id=point_id_for(cid), seq=d.seq, text=d.text,
                                      heading=" > ".join(d.heading_path), page=d.page,
                                      source_key=job.source_path, token_count=d.token_count,
-                                     lang=detect_language(d.text)) for d in drafts]
+                                     lang=lang) for d, lang in zip(drafts, langs, strict=True)]
 
                 version, chunks = await self.catalog.register_version(
                     tenant_id=job.tenant_id, doc_id=job.doc_id, title=parsed.title,
@@ -241,7 +249,8 @@ class Ingestor:
             points: list[IndexPoint] = []
             for start in range(0, len(chunks), EMBED_BATCH):
                 batch = chunks[start:start + EMBED_BATCH]
-                embedded = await asyncio.to_thread(self.embedder.embed_documents, [c.text for c in batch])
+                embedded = await self._within_budget(
+                    deadline, asyncio.to_thread(self.embedder.embed_documents, [c.text for c in batch]))
                 points.extend(IndexPoint(point_id=c.point_id, vectors=e.vectors,
                                          payload={**payload_base, "chunk_id": c.chunk_id, "lang": c.lang})
                               for c, e in zip(batch, embedded, strict=True))
@@ -282,6 +291,34 @@ class Ingestor:
             await _notify(on_progress, failed)
             return FileOutcome(path=job.source_path, doc_id=job.doc_id, status=failed.state,
                                message=failed.last_error, job_id=job.job_id)
+
+    def _prepare(self, job: JobRecord) -> tuple[ParsedDocument, list[ChunkDraft], list[str]]:
+        """Read, parse and chunk one job's file (in a worker thread): the sections, the chunk drafts
+        and each chunk's language."""
+        data = Path(job.raw_path).read_bytes()
+        parsed = parse_bytes(data, filename=job.source_path)
+        # Refuse a document far over the passage limit before paying for chunking it.
+        estimate = sum(len(s.text) for s in parsed.sections) // (4 * max(self.chunk_tokens - self.chunk_overlap, 1))
+        if estimate > 2 * self.max_chunks:
+            raise IngestError(_too_many_chunks(f"about {estimate:,}", self.max_chunks))
+        drafts = chunk_document(parsed, count_tokens=self.embedder.count_tokens,
+                                max_tokens=self.chunk_tokens, overlap=self.chunk_overlap)
+        if not drafts:
+            raise ParseError("parsing left no text to index; check that the file has readable body text")
+        if len(drafts) > self.max_chunks:
+            raise IngestError(_too_many_chunks(f"{len(drafts):,}", self.max_chunks))
+        return parsed, drafts, [detect_language(d.text) for d in drafts]
+
+    async def _within_budget(self, deadline: float, work: Awaitable[T]) -> T:
+        """Await `work` until the job's deadline; past it the job fails for good with the reason (a
+        worker thread still busy with it is left to finish, its result unused)."""
+        try:
+            return await asyncio.wait_for(work, timeout=max(deadline - time.monotonic(), 0.001))
+        except TimeoutError:
+            raise IngestError(
+                f"Processing this file took longer than {self.job_timeout_s:g} s (CAIRN_JOB_TIMEOUT): it is too "
+                "large or too complex to ingest in one piece. Split it into smaller documents and upload them "
+                "separately.") from None
 
     async def _stop_cancelled(self, job: JobRecord, version: str | None, chunks: Sequence[NewChunk],
                               on_progress: ProgressCallback | None) -> FileOutcome:
@@ -374,6 +411,11 @@ def vector_row(chunk_id: str, e: EmbeddedText) -> dict[str, object]:
             "sentences": json.dumps(e.sentences, ensure_ascii=False),
             "sent_dim": int(e.sentence_vecs.shape[1]) if e.sentence_vecs.ndim == 2 else 0,
             "sentence_vecs": e.sentence_vecs.astype(np.float16).tobytes(), "terms": json.dumps(e.terms)}
+
+
+def _too_many_chunks(count: str, limit: int) -> str:
+    return (f"The document would make {count} passages, over the limit of {limit:,} per document "
+            "(CAIRN_MAX_CHUNKS). Split it into smaller documents and upload them separately.")
 
 
 def validate_doc_id(doc_id: str) -> str:

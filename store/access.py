@@ -7,8 +7,10 @@ customer audience only; documents ingested without groups are visible to `everyo
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
@@ -16,6 +18,9 @@ import yaml
 from store.records import Scope
 
 EVERYONE = "everyone"
+RELOAD_CHECK_S = 1.0  # how often a running process looks at the access file's modification time
+
+log = logging.getLogger(__name__)
 
 
 class AccessFileError(ValueError):
@@ -49,16 +54,56 @@ class AccessPolicy:
     admins: frozenset[str] = frozenset()
     owners: tuple[OwnerEntry, ...] = ()
     slack_usergroups: dict[str, str] = field(default_factory=dict)
+    digest_channels: dict[str, str] = field(default_factory=dict)  # tenant → its leads' weekly digest channel
+    # Where it was read from, so a running process follows edits (refresh); bumped on every reload.
+    source: Path | None = field(default=None, compare=False, repr=False)
+    generation: int = field(default=0, compare=False)
+    _stamp: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+    _checked_at: float = field(default=0.0, compare=False, repr=False)
 
     @classmethod
     def load(cls, path: Path | None) -> AccessPolicy:
         if path is None:
             return cls(tenants={"default": frozenset({EVERYONE, "customer"})})
+        stamp = _stamp_of(path)
         try:
             raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise AccessFileError(f"cannot read access file {path}: {exc}") from exc
-        return cls.from_mapping(raw)
+        policy = cls.from_mapping(raw)
+        object.__setattr__(policy, "source", path)
+        object.__setattr__(policy, "_stamp", stamp)
+        return policy
+
+    def refresh(self, *, now: float | None = None) -> bool:
+        """Re-read the file when it changed (looked at once per RELOAD_CHECK_S); True when the policy did.
+
+        Everyone holding this object sees the new policy at once: revoking a group in the file takes
+        effect on the next question, without a restart. A file that no longer parses keeps the last good
+        policy, and the log says why.
+        """
+        if self.source is None:
+            return False
+        now = time.monotonic() if now is None else now
+        if now - self._checked_at < RELOAD_CHECK_S:
+            return False
+        object.__setattr__(self, "_checked_at", now)
+        stamp = _stamp_of(self.source)
+        if stamp is None or stamp == self._stamp:
+            return False
+        try:
+            fresh = AccessPolicy.load(self.source)
+        except AccessFileError as exc:
+            log.error("access file not reloaded, the previous one stays in force: %s", exc)
+            object.__setattr__(self, "_stamp", stamp)
+            return False
+        for f in fields(self):
+            if f.compare:  # the policy itself, not where it came from
+                object.__setattr__(self, f.name, getattr(fresh, f.name))
+        object.__setattr__(self, "_stamp", fresh._stamp)
+        object.__setattr__(self, "generation", self.generation + 1)
+        log.info("access file reloaded: %s", self.source)
+        return True
 
     @classmethod
     def from_mapping(cls, raw: dict) -> AccessPolicy:
@@ -95,6 +140,8 @@ class AccessPolicy:
             admins=frozenset(map(str, raw.get("admins") or [])),
             owners=owners,
             slack_usergroups={str(k): str(v) for k, v in (raw.get("slack_usergroups") or {}).items()},
+            digest_channels={str(t): str(spec["digest_channel"]) for t, spec in (raw.get("tenants") or {}).items()
+                             if isinstance(spec, dict) and spec.get("digest_channel")},
         )
 
     # -- lookups ------------------------------------------------------------------------------
@@ -113,6 +160,20 @@ class AccessPolicy:
         entry = self.find_user(user_key)
         ids = {user_key} | ({entry.name, entry.slack_id} if entry else set())
         return bool(ids & self.admins) or bool(entry and entry.role == "admin")
+
+    def digest_channel_for(self, tenant: str, *, fallback: str | None = None) -> str | None:
+        """Where a tenant's weekly digest goes: its own `digest_channel`; `fallback` (CAIRN_DIGEST_CHANNEL)
+        for the default tenant only, so one tenant's questions never reach another's leads."""
+        return self.digest_channels.get(tenant) or (fallback if tenant == self.default_tenant else None)
+
+    def admin_slack_ids(self) -> tuple[str, ...]:
+        """The Slack ids of the named admins, in file order: who is told directly when no channel takes an
+        escalation."""
+        ids = [a for a in self.admins if a[:1] in ("U", "W") and a.isupper()]
+        for entry in self.users.values():
+            if entry.slack_id and (entry.role == "admin" or entry.name in self.admins or entry.slack_id in self.admins):
+                ids.append(entry.slack_id)
+        return tuple(dict.fromkeys(sorted(ids)))
 
     @property
     def admins_listed(self) -> bool:
@@ -205,3 +266,11 @@ class AccessPolicy:
         return Scope(user_id=user_id, tenant_id=entry.tenant, groups=frozenset(groups),
                      audience="customer" if customer else "staff", is_admin=self.is_admin(entry.name),
                      display_name=entry.name)
+
+
+def _stamp_of(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size

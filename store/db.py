@@ -223,6 +223,10 @@ MIGRATIONS: tuple[str, ...] = (
         vecs BLOB NOT NULL
     );
     """,
+    # Who holds a job's lease (host:pid:start), so a dead holder's lease is reclaimed at once.
+    """
+    ALTER TABLE ingest_jobs ADD COLUMN lease_holder TEXT;
+    """,
 )
 
 

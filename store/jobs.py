@@ -3,14 +3,19 @@
 queued → parsing → embedding → indexing → published | failed (retried with backoff) | dead
 Any unfinished job → cancelled (its document was withdrawn): final, and sticky — a worker still
 running it cannot move it on, so it stops at its next step instead of publishing.
-A worker leases the job it claims (next_attempt_at moves 10 minutes ahead). A job left in a
-working state by a crash is picked up again when its lease runs out, or at once when the server
-starts (`release_leases`): every step is idempotent by stable ids, so re-running converges.
+A worker leases the job it claims (next_attempt_at moves 10 minutes ahead) and signs the lease
+with its host, pid and process start time. A job left in a working state by a crash is picked up
+again at once by the next worker on the same host (`reclaim_dead_leases`: the holder is gone), when
+its lease runs out, or when the server starts (`release_leases`): every step is idempotent by stable
+ids, so re-running converges. Attempts are counted when a job is claimed, so a job whose every run
+kills or hangs its worker is dead-lettered after `max_attempts` claims instead of claimed for ever.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -24,6 +29,45 @@ WORKING_STATES = ("parsing", "embedding", "indexing")
 UNFINISHED_STATES = ("queued", *WORKING_STATES, "failed")
 FINAL_STATES = ("published", "unchanged", "dead", "withdrawn", "cancelled")
 STATES = (*UNFINISHED_STATES, *FINAL_STATES)
+LEASE = timedelta(minutes=10)
+ABANDONED = ("Stopped after {n} attempts: each run ended before finishing (the worker crashed, was killed "
+             "or hung while ingesting this file). The file may be malformed or too large to process: check "
+             "it, split it if it is large, and upload it again.")
+
+
+def _start_ticks(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux), so a reused pid is not taken for
+    the holder; empty where /proc is not available."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode(errors="replace")
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def lease_holder() -> str:
+    """This process, as it signs the leases it takes: host:pid:start."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_start_ticks(pid)}"
+
+
+def holder_is_alive(holder: str) -> bool | None:
+    """True or False for a holder on this host; None when it is another host's (cannot be checked)."""
+    parts = holder.rsplit(":", 2)
+    if len(parts) != 3:
+        return None
+    host, pid_text, start = parts
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return None
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, another user's
+    return not start or _start_ticks(pid) in ("", start)
 
 
 class Jobs:
@@ -92,7 +136,9 @@ class Jobs:
         """The oldest runnable job: queued, failed and due for retry, or left mid-way by a crash.
 
         `exclude` / `only` filter before the lease is taken, so a job a worker will not run is
-        never leased (nor its attempts counted) by claiming it.
+        never leased (nor its attempts counted) by claiming it. A job already claimed `max_attempts`
+        times whose last run never reached an end (its worker died or hung: only `fail` records a
+        failure) is dead-lettered here instead of being run again.
         """
         if only is not None and not only:
             return None
@@ -106,19 +152,44 @@ class Jobs:
         if only is not None:
             sql += f" AND job_id IN ({','.join('?' * len(only))})"
             args.extend(only)
-        async with transaction(self._conn) as conn:
-            async with conn.execute(sql + " ORDER BY created_at LIMIT 1", args) as cur:
-                row = await cur.fetchone()
-            if row is None:
-                return None
-            # Lease: while this worker runs it, nobody else picks it up for a while.
-            lease = iso((now or utcnow()) + timedelta(minutes=10))
-            await conn.execute(
-                "UPDATE ingest_jobs SET attempts=attempts+1, next_attempt_at=?, updated_at=? WHERE job_id=?",
-                (lease, stamp, row["job_id"]),
-            )
-        job = await self.get(job_id=row["job_id"])
-        return job
+        holder = lease_holder()
+        while True:
+            async with transaction(self._conn) as conn:
+                async with conn.execute(sql + " ORDER BY created_at LIMIT 1", args) as cur:
+                    row = await cur.fetchone()
+                if row is None:
+                    return None
+                if row["state"] != "failed" and row["attempts"] >= self.max_attempts:
+                    await conn.execute(
+                        "UPDATE ingest_jobs SET state='dead', last_error=?, lease_holder=NULL, updated_at=?"
+                        " WHERE job_id=?", (ABANDONED.format(n=row["attempts"]), stamp, row["job_id"]))
+                    continue
+                # Lease: while this worker runs it, nobody else picks it up for a while.
+                lease = iso((now or utcnow()) + LEASE)
+                await conn.execute(
+                    "UPDATE ingest_jobs SET attempts=attempts+1, next_attempt_at=?, lease_holder=?, updated_at=?"
+                    " WHERE job_id=?", (lease, holder, stamp, row["job_id"]),
+                )
+            return await self.get(job_id=row["job_id"])
+
+    async def reclaim_dead_leases(self, *, now: datetime | None = None) -> list[str]:
+        """Make runnable at once the jobs leased by a process of this host that is no longer alive;
+        returns their ids. Safe for any worker: a live holder's lease (or another host's) is kept."""
+        stamp = iso(now)
+        async with self._conn.execute(
+            "SELECT job_id, lease_holder FROM ingest_jobs WHERE state IN ('queued','parsing','embedding','indexing')"
+            " AND next_attempt_at > ? AND lease_holder IS NOT NULL", (stamp,),
+        ) as cur:
+            rows = [(r[0], r[1]) for r in await cur.fetchall()]
+        dead = [(job_id, holder) for job_id, holder in rows if holder_is_alive(holder) is False]
+        if dead:
+            async with transaction(self._conn) as conn:
+                # Still that holder's: a job another worker claimed meanwhile keeps its new lease.
+                await conn.executemany(
+                    "UPDATE ingest_jobs SET next_attempt_at=?, lease_holder=NULL, updated_at=?"
+                    " WHERE job_id=? AND lease_holder=?", [(stamp, iso(), job_id, holder) for job_id, holder in dead],
+                )
+        return [job_id for job_id, _ in dead]
 
     async def release_leases(self, *, now: datetime | None = None) -> list[str]:
         """Make the jobs leased by a worker that is gone runnable at once; returns their ids.

@@ -56,34 +56,40 @@ class EscalationReports:
 
     # -- the digest's window --------------------------------------------------------------------
 
-    async def escalations_between(self, *, start: datetime, end: datetime) -> list[EscalationRecord]:
-        """Escalations opened in [start, end), oldest first."""
+    async def escalations_between(self, *, start: datetime, end: datetime,
+                                  tenant_id: str | None = None) -> list[EscalationRecord]:
+        """Escalations opened in [start, end) (of one tenant, when given), oldest first."""
         return await self._records(await self._ids(
-            "SELECT escalation_id FROM escalations WHERE created_at >= ? AND created_at < ? ORDER BY created_at",
-            (iso(start), iso(end))))
+            "SELECT escalation_id FROM escalations WHERE created_at >= ? AND created_at < ?"
+            " AND (? IS NULL OR tenant_id=?) ORDER BY created_at", (iso(start), iso(end), tenant_id, tenant_id)))
 
-    async def reasons_between(self, *, start: datetime, end: datetime) -> list[tuple[str, str]]:
+    async def reasons_between(self, *, start: datetime, end: datetime,
+                              tenant_id: str | None = None) -> list[tuple[str, str]]:
         """(created_at, reason) of escalations opened in [start, end): enough for the weekly trend."""
         async with self._conn.execute(
             "SELECT created_at, reason FROM escalations WHERE created_at >= ? AND created_at < ?"
-            " ORDER BY created_at", (iso(start), iso(end))) as cur:
+            " AND (? IS NULL OR tenant_id=?) ORDER BY created_at", (iso(start), iso(end), tenant_id, tenant_id)) as cur:
             return [(r[0], r[1]) for r in await cur.fetchall()]
 
-    async def expired_between(self, *, start: datetime, end: datetime) -> list[EscalationRecord]:
+    async def expired_between(self, *, start: datetime, end: datetime,
+                              tenant_id: str | None = None) -> list[EscalationRecord]:
         """Escalations that expired (closed unanswered at the deadline) in [start, end)."""
         return await self._records(await self._ids(
             "SELECT escalation_id FROM escalations WHERE status='expired' AND closed_at >= ? AND closed_at < ?"
-            " ORDER BY closed_at", (iso(start), iso(end))))
+            " AND (? IS NULL OR tenant_id=?) ORDER BY closed_at", (iso(start), iso(end), tenant_id, tenant_id)))
 
-    async def feedback_between(self, *, start: datetime, end: datetime, examples: int = 5) -> FeedbackCounts:
+    async def feedback_between(self, *, start: datetime, end: datetime, examples: int = 5,
+                               tenant_id: str | None = None) -> FeedbackCounts:
+        window = (iso(start), iso(end), tenant_id, tenant_id)
         async with self._conn.execute(
-            "SELECT COALESCE(SUM(value=1),0), COALESCE(SUM(value=-1),0) FROM feedback"
-            " WHERE created_at >= ? AND created_at < ?", (iso(start), iso(end))) as cur:
+            "SELECT COALESCE(SUM(f.value=1),0), COALESCE(SUM(f.value=-1),0) FROM feedback f"
+            " LEFT JOIN turns t ON t.turn_id=f.turn_id"
+            " WHERE f.created_at >= ? AND f.created_at < ? AND (? IS NULL OR t.tenant_id=?)", window) as cur:
             row = await cur.fetchone()
         async with self._conn.execute(
             "SELECT t.question FROM feedback f JOIN turns t ON t.turn_id=f.turn_id WHERE f.value=-1"
-            " AND f.created_at >= ? AND f.created_at < ? GROUP BY t.turn_id ORDER BY MIN(f.created_at) LIMIT ?",
-            (iso(start), iso(end), examples)) as cur:
+            " AND f.created_at >= ? AND f.created_at < ? AND (? IS NULL OR t.tenant_id=?)"
+            " GROUP BY t.turn_id ORDER BY MIN(f.created_at) LIMIT ?", (*window, examples)) as cur:
             questions = [r[0] for r in await cur.fetchall()]
         return FeedbackCounts(up=int(row[0]) if row else 0, down=int(row[1]) if row else 0,
                               down_questions=questions)

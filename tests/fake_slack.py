@@ -11,7 +11,9 @@ Messages posted are kept per channel, so chat.update, conversations.replies and 
 behave like Slack's. Failures can be injected per method (`fail_next`) or per channel
 (`reject_channel`), including 429 with Retry-After for the retry handlers. Files added with
 `add_file` are described by files.info and downloadable from `url_private_download` on this server,
-with the bot token only (without it, like Slack, a sign-in page comes back).
+with the bot token only (without it, like Slack, a sign-in page comes back). Like Slack it refuses a
+method the manifest's scopes do not cover (`missing_scope`) and blocks over Block Kit's limits
+(`invalid_blocks`); tests/slack_rules.py:slack_encoded is how it would have encoded a person's text.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
+
+from tests.slack_rules import manifest_scopes, message_problems, missing_scope, view_problems
 
 
 @dataclass
@@ -89,6 +93,9 @@ class FakeSlack:
         self.usergroups: dict[str, list[str]] = {}
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}  # channel → ts → message
         self.rejected_channels: dict[str, str] = {}
+        self.scopes: frozenset[str] = manifest_scopes()  # what installing manifest.yml grants the bot
+        self.channels: dict[str, dict[str, Any]] = {}  # conversations.info overrides (default: by the id's letter)
+        self.members: dict[str, list[str]] = {}  # conversations.members
         self.files: dict[str, dict[str, Any]] = {}  # file id → files.info entry plus "data"/"download_status"
         self._views = itertools.count(1)
         self._failures: dict[str, list[Failure]] = {}
@@ -226,9 +233,22 @@ class FakeSlack:
                                      headers=failure.headers)
         if not token:
             return web.json_response({"ok": False, "error": "not_authed"})
+        refusal = missing_scope(method, self.scopes) or self._block_refusal(method, params)
+        if refusal is not None:
+            return web.json_response(refusal)
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         body = handler(params) if handler else {"ok": True}
-        return web.json_response(body)
+        return web.json_response(body, headers={"x-oauth-scopes": ",".join(sorted(self.scopes))})
+
+    @staticmethod
+    def _block_refusal(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Block Kit's limits, as Slack checks them before posting anything."""
+        if method in ("chat.postMessage", "chat.update", "chat.postEphemeral"):
+            return message_problems(params)
+        if method in ("views.publish", "views.open", "views.update"):
+            view = params.get("view") or {}
+            return view_problems(json.loads(view) if isinstance(view, str) else view)
+        return None
 
     def _next_ts(self) -> str:
         return f"1700000{next(self._ts):03d}.000100"
@@ -307,6 +327,19 @@ class FakeSlack:
     def _m_conversations_open(self, p: dict[str, Any]) -> dict[str, Any]:
         users = str(p.get("users") or "")
         return {"ok": True, "channel": {"id": "D" + users.split(",")[0].removeprefix("U")}}
+
+    def _m_conversations_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = str(p.get("channel"))
+        default = {"id": channel, "is_channel": channel.startswith("C"), "is_private": channel.startswith("G"),
+                   "is_im": channel.startswith("D"), "is_mpim": False, "is_shared": False, "is_ext_shared": False,
+                   "is_member": channel not in self.rejected_channels}
+        return {"ok": True, "channel": {**default, **self.channels.get(channel, {})}}
+
+    def _m_conversations_members(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = str(p.get("channel"))
+        if channel not in self.members:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "members": self.members[channel], "response_metadata": {"next_cursor": ""}}
 
     def _m_users_info(self, p: dict[str, Any]) -> dict[str, Any]:
         user = self.users.get(str(p.get("user")))

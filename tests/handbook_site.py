@@ -56,6 +56,7 @@ class HandbookSite:
     use_sitemap: bool = True
     statuses: dict[str, int] = field(default_factory=dict)  # path → an error status to answer with
     redirects: dict[str, str] = field(default_factory=dict)  # path → where it moved
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # path → (content type, bytes), e.g. a PDF
     _runner: web.AppRunner | None = None
     port: int = 0
 
@@ -127,13 +128,17 @@ class HandbookSite:
             return web.Response(status=self.statuses[path], text="unavailable")
         if path in self.redirects:
             raise web.HTTPMovedPermanently(self.redirects[path])
-        if path not in self.pages:
+        if path in self.files:
+            content_type, data = self.files[path]
+        elif path in self.pages:
+            content_type, data = "text/html", self.html_of(path).encode()
+        else:
             raise web.HTTPNotFound()
-        body = self.html_of(path)
-        etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:20] + '"'
+        etag = '"' + hashlib.sha256(data).hexdigest()[:20] + '"'
         if request.headers.get("If-None-Match") == etag:
             return web.Response(status=304, headers={"ETag": etag})
-        return web.Response(text=body, content_type="text/html", headers={"ETag": etag})
+        return web.Response(body=data, content_type=content_type, charset="utf-8" if content_type == "text/html"
+                            else None, headers={"ETag": etag})
 
     def page_requests(self) -> list[tuple[str, str | None]]:
         return [(p, tag) for p, tag in self.requests if p.startswith("/handbook/") and not p.endswith(".xml")]

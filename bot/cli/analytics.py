@@ -26,6 +26,7 @@ from escalations.classifier import classify_pending
 from escalations.digest import build_digest, render_markdown
 from escalations.taxonomy import TaxonomyError, load_taxonomy
 from escalations.weeks import WeekError, parse_week, shift_week, week_label
+from store.access import AccessFileError, AccessPolicy
 from store.db import utcnow
 
 
@@ -41,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Build the digest of one ISO week (default: the last complete week in "
                                    "CAIRN_TIMEZONE). Without --post or --out, print the Markdown.")
     p.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W05")
+    p.add_argument("--tenant", help="whose escalations (default: the access file's default tenant); each "
+                                    "tenant's digest goes to its own channel")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--post", action="store_true",
                        help="post to CAIRN_DIGEST_CHANNEL through the Slack Web API (at most once per week)")
@@ -99,10 +102,15 @@ async def digest(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(str(exc)) from exc
     if args.force and not args.post:
         raise CommandError("--force only applies to --post")
+    try:
+        access = AccessPolicy.load(settings.access_file)
+    except AccessFileError as exc:
+        raise CommandError(str(exc)) from exc
+    tenant = args.tenant or access.default_tenant
     if args.post:
-        return await _post(args, settings, week, now)
+        return await _post(args, settings, access, tenant, week, now)
     async with open_store(settings) as store:
-        data = await build_digest(store.reports, week=week, timezone=settings.timezone)
+        data = await build_digest(store.reports, week=week, timezone=settings.timezone, tenant_id=tenant)
     if args.out:
         chart = args.out.with_suffix(".png")
         if args.out == chart:
@@ -119,15 +127,19 @@ async def digest(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _post(args: argparse.Namespace, settings: Settings, week: str, now: datetime) -> int:
-    missing = [name for name, value in (("SLACK_BOT_TOKEN", settings.slack_bot_token),
-                                        ("CAIRN_DIGEST_CHANNEL", settings.digest_channel)) if not value]
+async def _post(args: argparse.Namespace, settings: Settings, access: AccessPolicy, tenant: str, week: str,
+                now: datetime) -> int:
+    channel = access.digest_channel_for(tenant, fallback=settings.digest_channel)
+    where = "CAIRN_DIGEST_CHANNEL" if tenant == access.default_tenant else f"a digest_channel for tenant {tenant}"
+    missing = [name for name, value in (("SLACK_BOT_TOKEN", settings.slack_bot_token), (where, channel)) if not value]
     if missing:
-        raise CommandError(f"--post needs {' and '.join(missing)}; set it in the environment or .env "
-                           "(or use --out FILE to write the digest instead)")
+        raise CommandError(f"--post needs {' and '.join(missing)}; set it in the environment, .env or the access "
+                           "file (or use --out FILE to write the digest instead)")
+    assert channel is not None
     async with open_store(settings) as store:
         try:
-            result = await post_digest_now(settings, store, week=week, now=now, force=args.force)
+            result = await post_digest_now(settings, store, access, tenant=tenant, channel=channel, week=week,
+                                           now=now, force=args.force)
         except SlackApiError as exc:
             raise CommandError(f"Slack refused the digest: {exc.response.get('error')}") from exc
     if args.json:

@@ -8,11 +8,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from bot.cli import analytics, conversation, knowledge, ops, retrieval, serve
+from bot.cli import analytics, conversation, doctor, knowledge, ops, retrieval, serve, sources
 from bot.cli.common import CommandError
 from bot.settings import Settings
 
-COMMAND_MODULES = (knowledge, retrieval, ops, conversation, serve, analytics)
+COMMAND_MODULES = (knowledge, sources, retrieval, ops, conversation, serve, analytics, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

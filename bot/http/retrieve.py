@@ -72,6 +72,7 @@ async def authenticate(request: Request, state: State,
     try:
         context = verify_user_context(context_token, credential=auth.credentials, principal=principal,
                                       audience=settings.api_audience, max_ttl_s=settings.context_max_ttl_s)
+        state.services.access.refresh()  # an edit of the access file applies to the next request
         scope = scope_for_context(state.services.access, context)
     except ContextError as exc:
         raise ApiError(403, exc.code, exc.message) from None

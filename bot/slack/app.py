@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import Services, escalation_desk
 from bot.settings import Settings
+from bot.slack.audience import ChannelAudience
 from bot.slack.context import SlackServices, WorkTracker
 from bot.slack.escalation_posting import EscalationThreads
 from bot.slack.identity import IdentityResolver
@@ -55,7 +56,8 @@ def create_app(settings: Settings, services: Services, *, work: WorkTracker | No
     threads = EscalationThreads(client=client, services=services, settings=settings)
     register_listeners(app, SlackServices(
         settings=settings, core=services, identity=identity, work=work or WorkTracker(), threads=threads,
-        desk=escalation_desk(services, threads)))
+        desk=escalation_desk(services, threads),
+        audience=ChannelAudience(client=client, identity=identity, access=services.access)))
 
     @app.error
     async def log_errors(error: Exception, body: dict[str, Any]) -> None:

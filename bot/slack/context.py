@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.services import Services
 from bot.settings import Settings
+from bot.slack.audience import ChannelAudience
 from bot.slack.escalation_posting import EscalationThreads
 from bot.slack.identity import IdentityResolver
 from escalations.desk import EscalationDesk
@@ -79,5 +80,6 @@ class SlackServices:
     identity: IdentityResolver
     threads: EscalationThreads
     desk: EscalationDesk
+    audience: ChannelAudience
     work: WorkTracker = field(default_factory=WorkTracker)
     turn_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(TURN_CONCURRENCY))

@@ -43,8 +43,9 @@ class PostResult:
     chart_uploaded: bool = False
 
 
-def run_key(week: str) -> str:
-    return f"digest:{week}"
+def run_key(week: str, tenant_id: str | None = None, *, default_tenant: str | None = None) -> str:
+    """One claim per tenant and week (the default tenant keeps the plain `digest:{week}` key)."""
+    return f"digest:{week}" if tenant_id is None or tenant_id == default_tenant else f"digest:{tenant_id}:{week}"
 
 
 def permalinker(client: AsyncWebClient):  # type: ignore[no-untyped-def]
@@ -57,8 +58,10 @@ def permalinker(client: AsyncWebClient):  # type: ignore[no-untyped-def]
 
 async def post_digest(*, reports: EscalationReports, runs: RunClaims, client: AsyncWebClient, channel: str, week: str,
                       timezone: str, now: datetime, force: bool = False,
-                      stale_after: timedelta = STALE_CLAIM) -> PostResult:
-    key = run_key(week)
+                      stale_after: timedelta = STALE_CLAIM, tenant_id: str | None = None,
+                      default_tenant: str | None = None) -> PostResult:
+    """`tenant_id`: that tenant's escalations only (None: every tenant's, for a single-tenant install)."""
+    key = run_key(week, tenant_id, default_tenant=default_tenant)
     if force:
         await runs.forget_run(run_key=key)
     claim = await runs.claim_run(run_key=key, now=now, stale_after=stale_after)
@@ -71,7 +74,8 @@ async def post_digest(*, reports: EscalationReports, runs: RunClaims, client: As
     if claim.reclaimed:
         log.warning("digest %s: taking over a claim left by a process that stopped before posting", week)
     try:
-        digest = await build_digest(reports, week=week, timezone=timezone, link_for=permalinker(client))
+        digest = await build_digest(reports, week=week, timezone=timezone, link_for=permalinker(client),
+                                    tenant_id=tenant_id)
         text, blocks = render_slack(digest)
         png = await asyncio.to_thread(render_chart, digest.trend, ZoneInfo(timezone))
         resp = await client.chat_postMessage(channel=channel, text=text, blocks=blocks, unfurl_links=False,

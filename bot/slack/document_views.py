@@ -32,7 +32,8 @@ from bot.slack.constants import (
     CALLBACK_UPLOAD_MODAL,
     SLASH_COMMAND,
 )
-from bot.slack.views import SECTION_LIMIT, Message, escape, format_age
+from bot.slack.text import encode
+from bot.slack.views import SECTION_LIMIT, Message, format_age
 from retrieval.parse import SUPPORTED_SUFFIXES
 from store.document_options import SENSITIVITIES
 from store.records import DocumentRecord, JobRecord
@@ -60,7 +61,7 @@ def _message(text: str) -> Message:
 
 
 def build_file_offer(*, file_name: str, file_id: str) -> Message:
-    text = (f"I got *{escape(file_name)}*. Press *Add to Cairn…* to choose its document id (new, or the "
+    text = (f"I got *{encode(file_name)}*. Press *Add to Cairn…* to choose its document id (new, or the "
             "document it replaces), who may read it, and when it takes effect.")
     return {"text": text, "blocks": [_section(text), {"type": "actions", "elements": [
         {"type": "button", "text": _plain("Add to Cairn…"), "action_id": ACTION_OFFER_UPLOAD, "style": "primary",
@@ -109,7 +110,7 @@ def build_upload_modal(*, groups: Sequence[str], file_name: str | None, private_
             "type": "file_input", "action_id": ACTION_UPLOAD_FILE, "max_files": 1,
             "filetypes": list(UPLOAD_SUFFIXES)}, hint="Markdown, text, HTML or a text-based PDF"))
     else:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"File: *{escape(file_name)}*"}]})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"File: *{encode(file_name)}*"}]})
     blocks += [
         _input(BLOCK_UPLOAD_DOC_ID, "New document id", {
             "type": "plain_text_input", "action_id": ACTION_UPLOAD_DOC_ID, "max_length": 200,
@@ -143,8 +144,8 @@ def build_upload_modal(*, groups: Sequence[str], file_name: str | None, private_
 
 def build_upload_status(*, file_name: str, doc_id: str | None, text: str, icon: str = ":inbox_tray:") -> Message:
     """Before a job exists (fetching, queued) or when none will (a refused or unreadable file)."""
-    target = f" → `{escape(doc_id)}`" if doc_id else ""
-    return _message(f"{icon} *{escape(file_name)}*{target}: {text}")
+    target = f" → `{encode(doc_id)}`" if doc_id else ""
+    return _message(f"{icon} *{encode(file_name)}*{target}: {text}")
 
 
 def _progress(state: str) -> str:
@@ -159,17 +160,17 @@ def _progress(state: str) -> str:
 def build_job_status(job: JobRecord, *, max_attempts: int) -> Message:
     """The one status message of an upload, rendered from its job row alone, so whoever renders it (the
     worker at each step, or a catch-up after a restart) shows the same thing for the same state."""
-    file_name, doc = escape(job.source_path), f"`{escape(job.doc_id)}`"
-    version = f" {escape(job.version)}" if job.version else ""
+    file_name, doc = encode(job.source_path), f"`{encode(job.doc_id)}`"
+    version = f" {encode(job.version)}" if job.version else ""
     head = f"*{file_name}* → {doc}"
-    error = escape(job.last_error or "unknown error")
+    error = encode(job.last_error or "unknown error")
     if job.state == "queued":
         text = f":inbox_tray: {head}: queued; processing starts in a few seconds."
     elif job.state in ("parsing", "embedding", "indexing"):
         text = f":hourglass_flowing_sand: {head}{version}: {_progress(job.state)}"
     elif job.state == "published" and job.outcome == "scheduled":
         effective = str(job.options.get("effective") or "its effective date")
-        text = (f":calendar: {head}{version} is indexed and becomes current on {escape(effective)}. "
+        text = (f":calendar: {head}{version} is indexed and becomes current on {encode(effective)}. "
                 "Until then the current version (if any) keeps answering.")
     elif job.state == "published":
         text = (f":white_check_mark: {head}{version} is published: {_progress('published')}. "
@@ -181,7 +182,7 @@ def build_job_status(job: JobRecord, *, max_attempts: int) -> Message:
                 "automatically; nothing is published until it succeeds and the current version (if any) keeps "
                 "answering.")
     elif job.state == "cancelled":
-        reason = escape(job.last_error or "cancelled")
+        reason = encode(job.last_error or "cancelled")
         text = (f":no_entry_sign: {head}: cancelled: {reason}. Nothing from this upload was published; upload "
                 "it again to bring the document back.")
     elif job.state == "dead" and job.attempts < max_attempts:  # a problem with the file: retrying won't help
@@ -192,7 +193,7 @@ def build_job_status(job: JobRecord, *, max_attempts: int) -> Message:
                 "later, or tell the Cairn admins. Nothing was published; the current version (if any) keeps "
                 "answering.")
     else:
-        text = f"{head}: {escape(job.state)}"
+        text = f"{head}: {encode(job.state)}"
     return _message(text)
 
 
@@ -207,15 +208,15 @@ JOB_ICONS = {"queued": ":inbox_tray:", "parsing": ":hourglass_flowing_sand:", "e
 
 def job_line(job: JobRecord, now: datetime) -> str:
     state = job.outcome if job.state == "published" and job.outcome else job.state
-    version = f" {escape(job.version)}" if job.version else ""
-    error = (f" — {escape(job.last_error)[:200]}" if job.state in ("failed", "dead", "cancelled") and job.last_error
+    version = f" {encode(job.version)}" if job.version else ""
+    error = (f" — {encode(job.last_error)[:200]}" if job.state in ("failed", "dead", "cancelled") and job.last_error
              else "")
-    return (f"{JOB_ICONS.get(job.state, '')} `{escape(job.doc_id)}`{version} · {escape(state)} · "
-            f"{escape(job.source_path)} · {format_age(job.created_at, now)} ago{error}")
+    return (f"{JOB_ICONS.get(job.state, '')} `{encode(job.doc_id)}`{version} · {encode(state)} · "
+            f"{encode(job.source_path)} · {format_age(job.created_at, now)} ago{error}")
 
 
 def _withdraw_button(doc: DocumentRecord) -> dict[str, Any]:
-    title = escape(doc.title or doc.doc_id)
+    title = encode(doc.title or doc.doc_id)
     return {"type": "button", "text": _plain("Withdraw"), "action_id": ACTION_WITHDRAW, "value": doc.doc_id,
             "style": "danger", "confirm": {
                 "title": _plain("Withdraw this document?"),
@@ -238,10 +239,10 @@ def build_owner_home(*, jobs: Sequence[JobRecord], documents: Sequence[DocumentR
     if not documents:
         blocks.append(_section("No documents you administer yet.", block_id=BLOCK_HOME_DOCUMENTS))
     for doc in documents[:30]:
-        version = f" · {escape(doc.current_version)}" if doc.current_version else ""
-        pending = f" · {escape(doc.pending_version)} pending" if doc.pending_version else ""
-        line = (f"*{escape(doc.title or doc.doc_id)}* `{escape(doc.doc_id)}`{version}{pending} · {escape(doc.status)}"
-                f"\nfor {escape(', '.join(doc.groups) or '-')} · {escape(doc.sensitivity)}")
+        version = f" · {encode(doc.current_version)}" if doc.current_version else ""
+        pending = f" · {encode(doc.pending_version)} pending" if doc.pending_version else ""
+        line = (f"*{encode(doc.title or doc.doc_id)}* `{encode(doc.doc_id)}`{version}{pending} · {encode(doc.status)}"
+                f"\nfor {encode(', '.join(doc.groups) or '-')} · {encode(doc.sensitivity)}")
         blocks.append(_section(line, accessory=_withdraw_button(doc)))
     if len(documents) > 30:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn",

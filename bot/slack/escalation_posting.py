@@ -17,15 +17,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import Services
 from bot.settings import Settings
-from bot.slack.views import (
-    Message,
-    build_admin_answer,
+from bot.slack.escalation_views import (
+    build_escalation_note,
     build_escalation_root,
-    build_notice,
     build_thread_followup,
     build_thread_note,
 )
-from escalations.notifier import AskerMessage, NotifyError
+from bot.slack.views import Message, build_admin_answer, build_notice
+from escalations.notifier import AskerMessage, NotifyError, ThreadNote
 from store.access import EVERYONE
 from store.records import EscalationRecord
 
@@ -104,23 +103,68 @@ class EscalationThreads:
                 return escalation
             channels = await self.channels_for(escalation)
             if not channels:
-                log.error("escalation %s: no CAIRN_ESCALATION_CHANNEL configured; it waits in "
-                          "`cairn escalations`", escalation.escalation_id)
-                return escalation
-            for channel in channels:
+                log.error("escalation %s: no CAIRN_ESCALATION_CHANNEL configured", escalation.escalation_id)
+            for n, channel in enumerate(channels):
+                posted = await self._post_root(escalation, channel, link=link)
+                if posted is not None:
+                    if n:
+                        self._count("escalation_fallback", "escalation_channel")
+                    return posted
+            # No channel took it: tell an admin directly rather than let the question vanish.
+            for admin in self._services.access.admin_slack_ids():
                 try:
-                    resp = await self._client.chat_postMessage(channel=channel,
-                                                               **build_escalation_root(escalation, link=link))
+                    dm = str((await self._client.conversations_open(users=admin))["channel"]["id"])
                 except SlackApiError as exc:
-                    log.warning("escalation %s: cannot post in %s (%s)", escalation.escalation_id, channel,
+                    log.warning("escalation %s: cannot open a DM with %s (%s)", escalation.escalation_id, admin,
                                 exc.response.get("error"))
                     continue
-                await self._services.conversations.set_thread(
-                    escalation_id=escalation.escalation_id, channel=str(resp["channel"]), thread_ts=str(resp["ts"]))
-                updated = await self._services.conversations.get_escalation(escalation_id=escalation.escalation_id)
-                return updated or escalation
-            log.error("escalation %s: no channel accepted the thread (%s)", escalation.escalation_id, channels)
+                posted = await self._post_root(escalation, dm, link=link)
+                if posted is not None:
+                    self._count("escalation_fallback", "admin_dm")
+                    return posted
+            log.error("escalation %s: nobody could be reached (channels %s, no admin DM)", escalation.escalation_id,
+                      channels)
+            self._count("escalation_unposted", "no_channel" if not channels else "refused")
             return escalation
+
+    async def _post_root(self, escalation: EscalationRecord, channel: str, *, link: str) -> EscalationRecord | None:
+        """The thread's root in `channel`, stored on the escalation; None when Slack refused it."""
+        withheld = await self.withheld_documents(escalation, channel=channel)
+        try:
+            resp = await self._client.chat_postMessage(channel=channel, **build_escalation_root(
+                escalation, link=link, withheld=withheld))
+        except SlackApiError as exc:
+            log.warning("escalation %s: cannot post in %s (%s)", escalation.escalation_id, channel,
+                        exc.response.get("error"))
+            return None
+        await self._services.conversations.set_thread(
+            escalation_id=escalation.escalation_id, channel=str(resp["channel"]), thread_ts=str(resp["ts"]))
+        return await self._services.conversations.get_escalation(escalation_id=escalation.escalation_id) or escalation
+
+    def _count(self, event: str, label: str) -> None:
+        self._services.metrics.count(event, label)
+
+    async def withheld_documents(self, escalation: EscalationRecord, *, channel: str) -> frozenset[str]:
+        """The documents of this conversation whose words the people in `channel` may not all read.
+
+        A document restricted to some groups (not `everyone` or the customers) is shown in full only in
+        its owner's channel; elsewhere its passages show as id, version and score, and Cairn's earlier
+        answers in the conversation (which may quote it) are left out of the transcript.
+        """
+        access, catalog = self._services.access, self._services.catalog
+        doc_ids = {str(p["doc_id"]) for p in escalation.passages if p.get("doc_id")}
+        for turn in await self._services.conversations.list_turns(session_id=escalation.session_id):
+            doc_ids |= {d for p in turn.passages if (d := _doc_of(str(p.get("chunk_id") or "")))}
+        withheld = set()
+        open_to_all = {EVERYONE, access.customer_group}
+        for doc_id in sorted(doc_ids):
+            doc = await catalog.get_document(tenant_id=escalation.tenant_id, doc_id=doc_id)
+            if doc is None or set(doc.groups) <= open_to_all:
+                continue
+            owner = doc.owner or access.owner_channel_for(doc.tenant_id, set(doc.groups) - open_to_all)
+            if owner is None or channel != owner:
+                withheld.add(doc_id)
+        return frozenset(withheld)
 
     async def append_to_thread(self, escalation: EscalationRecord, *, user_id: str, text: str,
                                link: str) -> None:
@@ -142,8 +186,13 @@ class EscalationThreads:
         if not (escalation.channel and escalation.thread_ts):
             return
         link = await self._session_link(escalation)
+        where = escalation.channel
+        if where != self._settings.escalation_channel and not where.startswith("D"):
+            # An owner's channel: the thread was posted there by name, the first of channels_for.
+            where = next(iter(await self.channels_for(escalation)), where)
+        withheld = await self.withheld_documents(escalation, channel=where)
         await self._client.chat_update(channel=escalation.channel, ts=escalation.thread_ts,
-                                       **build_escalation_root(escalation, link=link))
+                                       **build_escalation_root(escalation, link=link, withheld=withheld))
 
     # -- the notifier port (escalations/notifier.py) -------------------------------------------------
 
@@ -156,9 +205,12 @@ class EscalationThreads:
         except SlackApiError as exc:
             raise NotifyError(str(exc.response.get("error") or "slack_error")) from exc
 
-    async def note_in_thread(self, escalation: EscalationRecord, text: str) -> None:
+    async def note_in_thread(self, escalation: EscalationRecord, note: ThreadNote) -> None:
+        if not (escalation.channel and escalation.thread_ts):
+            return
         try:
-            await self.note(escalation, text)
+            await self._client.chat_postMessage(channel=escalation.channel, thread_ts=escalation.thread_ts,
+                                                **build_escalation_note(escalation, note))
         except SlackApiError as exc:
             raise NotifyError(str(exc.response.get("error") or "slack_error")) from exc
 
@@ -182,3 +234,9 @@ class EscalationThreads:
 def _is_slack_ts(key: str) -> bool:
     seconds, _, micros = key.partition(".")
     return seconds.isdigit() and micros.isdigit()
+
+
+def _doc_of(chunk_id: str) -> str | None:
+    """`tenant:doc:version:seq` → doc (a document id may itself contain ':')."""
+    parts = chunk_id.split(":")
+    return ":".join(parts[1:-2]) if len(parts) >= 4 else None

@@ -2,7 +2,8 @@
 
 Inputs: the user id, the workspace the event says they belong to, `users.info` (guest flags, home
 team, stranger) and the Slack user groups the access file maps (`usergroups.users.list`). Message
-text never enters. Results are cached for `ttl_s` seconds; a failed lookup is not cached and fails
+text never enters. Results are cached for `ttl_s` seconds (dropped at once when the access file is
+reloaded); a failed lookup is not cached and fails
 closed (customer audience) rather than granting staff access on a guess.
 """
 
@@ -22,7 +23,9 @@ from store.records import Scope
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TTL_S = 300.0
+# How long what Slack says about a user (guest flag, home team, user groups) is trusted. Access-file
+# changes do not wait for it: a reload drops every cached scope (see resolve).
+DEFAULT_TTL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class IdentityResolver:
         self._users: dict[str, tuple[float, SlackUser]] = {}
         self._groups: tuple[float, dict[str, frozenset[str]]] | None = None
         self._lock = asyncio.Lock()
+        self._generation = access.generation
 
     async def home_team_id(self) -> str | None:
         """The installing workspace (auth.test), looked up once."""
@@ -59,6 +63,7 @@ class IdentityResolver:
 
     async def resolve(self, user_id: str, *, event_team_id: str | None = None) -> Scope:
         """`event_team_id`: the user's workspace as the event reports it (`user_team`, else `team`)."""
+        self._follow_access_file()
         key = (user_id, event_team_id)
         cached = self._scopes.get(key)
         if cached and cached[0] > self._clock():
@@ -67,7 +72,9 @@ class IdentityResolver:
         user = await self.user(user_id)
         if user is None:  # users.info failed: we cannot tell a guest from staff, so assume the least
             return self._access.resolve_slack(user_id=user_id, team_id=home, is_guest=True)
-        user_team = event_team_id or user.team_id
+        # The user's own home team decides their tenant (an event carries the team it happened in, which
+        # for a member of another tenant's workspace is not theirs); the event's team is the fallback.
+        user_team = user.team_id or event_team_id
         foreign = {t for t in (event_team_id, user.team_id) if t and home and t != home}
         external = user.is_stranger or any(t not in self._access.workspaces for t in foreign)
         if external or user.is_guest:
@@ -120,6 +127,13 @@ class IdentityResolver:
                 self._groups = (self._clock() + self._ttl, members)
             groups = self._groups[1]
         return sorted(g for g, users in groups.items() if user_id in users)
+
+    def _follow_access_file(self) -> None:
+        """Revocation in the access file is immediate: a reloaded file drops every cached scope."""
+        self._access.refresh()
+        if self._access.generation != self._generation:
+            self._generation = self._access.generation
+            self._scopes.clear()
 
     def forget(self, user_id: str | None = None) -> None:
         """Drop cached scopes (all, or one user's): after an access-file reload, for instance."""

@@ -15,14 +15,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncBoltContext
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.constants import session_id_for
 from bot.slack.context import SlackServices
 from bot.slack.views import build_answer, build_error, build_notice, build_placeholder
 from graph.runner import TurnOutcome
+from store.records import Scope
 
 log = logging.getLogger(__name__)
+
+# Only the asker sees it, under a channel answer computed from what every member may read.
+PRIVATE_ANSWER = ("This answer uses only what everyone in this channel may read. You may read more on this: "
+                  "ask me in our direct messages for an answer from everything you have access to.")
+# Said instead of "a person will answer" when no channel and no admin could be reached in Slack.
+UNREACHABLE = ("I couldn't reach anyone on the Cairn team in Slack just now, so nobody has seen your question yet. "
+               "It is saved as {escalation_id} and the Cairn admins can find it with `cairn escalations`; if it is "
+               "urgent, please contact them directly.")
 
 TALK_TO_PERSON_QUESTION = "I want to talk to a person."
 
@@ -63,7 +73,9 @@ async def answer_in_thread(services: SlackServices, client: AsyncWebClient, ask:
     """Placeholder, turn, update. Returns the outcome (None when the turn could not run)."""
     placeholder_ts: str | None = None
     try:
-        scope = await services.identity.resolve(ask.user_id, event_team_id=ask.user_team)
+        asker = await services.identity.resolve(ask.user_id, event_team_id=ask.user_team)
+        # Everyone in the conversation reads the answer: it may use only what all of them may read.
+        scope = await services.audience.scope_for(channel=ask.channel, asker=asker)
         placeholder = await client.chat_postMessage(channel=ask.channel, thread_ts=ask.thread_ts,
                                                     **build_placeholder())
         placeholder_ts = str(placeholder["ts"])
@@ -72,11 +84,32 @@ async def answer_in_thread(services: SlackServices, client: AsyncWebClient, ask:
                 session_id=ask.session_id, scope=scope, question=ask.text, surface="slack", channel=ask.channel,
                 thread_ts=ask.thread_ts, turn_id=turn_id or turn_id_for(ask.channel, ask.message_ts))
         await show_outcome(services, client, ask, outcome, placeholder_ts=placeholder_ts)
+        if not asker.groups <= scope.groups:
+            await _offer_a_private_answer(services, client, ask, asker, outcome)
         return outcome
     except Exception:
         log.exception("turn in %s/%s failed", ask.channel, ask.thread_ts)
         await show_error(client, channel=ask.channel, thread_ts=ask.thread_ts, placeholder_ts=placeholder_ts)
         return None
+
+
+async def _offer_a_private_answer(services: SlackServices, client: AsyncWebClient, ask: Ask, asker: Scope,
+                                  outcome: TurnOutcome) -> None:
+    """The channel got the answer everyone there may read; when the asker may read a better one, tell
+    them (only them) where to get it."""
+    try:
+        mine = await services.core.searcher.search(ask.text, asker)
+    except Exception:
+        log.exception("private search for %s failed", ask.user_id)
+        return
+    shown = {p.chunk_id for p in outcome.passages}
+    if mine.gate is not None or not mine.passages or mine.passages[0].chunk_id in shown:
+        return
+    try:
+        await client.chat_postEphemeral(channel=ask.channel, user=ask.user_id, thread_ts=ask.thread_ts,
+                                        **build_notice(PRIVATE_ANSWER))
+    except SlackApiError as exc:
+        log.info("chat.postEphemeral failed: %s", exc)
 
 
 async def show_outcome(services: SlackServices, client: AsyncWebClient, ask: Ask, outcome: TurnOutcome, *,
@@ -86,19 +119,35 @@ async def show_outcome(services: SlackServices, client: AsyncWebClient, ask: Ask
                                session_id=outcome.session_id)
     else:
         message = build_notice(outcome.answer, turn_id=outcome.turn_id)
-    await client.chat_update(channel=ask.channel, ts=placeholder_ts, **message)
-    if outcome.escalation is None or outcome.route not in ("escalate", "error", "escalate_pending"):
+    try:
+        await client.chat_update(channel=ask.channel, ts=placeholder_ts, **message)
+    except Exception:
+        # The asker sees an error instead (answer_in_thread), but a question for a person must still reach one.
+        if outcome.escalation is not None:
+            await _hand_to_a_person(services, client, ask, outcome)
+        raise
+    if outcome.escalation is not None:
+        await _hand_to_a_person(services, client, ask, outcome)
+
+
+async def _hand_to_a_person(services: SlackServices, client: AsyncWebClient, ask: Ask, outcome: TurnOutcome) -> None:
+    """Open (or add to) the escalation's thread; if nobody at all could be reached, tell the asker so."""
+    escalation = outcome.escalation
+    if escalation is None or outcome.route not in ("escalate", "error", "escalate_pending"):
         return
-    try:  # the user already has their answer; a failure here is for the logs and `cairn escalations`
+    try:
         link = await services.threads.conversation_link(channel=ask.channel, message_ts=ask.thread_ts,
                                                         team_id=ask.team_id)
         if outcome.route == "escalate_pending":
-            await services.threads.append_to_thread(outcome.escalation, user_id=ask.user_id, text=ask.text,
-                                                    link=link)
-        else:
-            await services.threads.open_escalation_thread(outcome.escalation, link=link)
+            await services.threads.append_to_thread(escalation, user_id=ask.user_id, text=ask.text, link=link)
+            return
+        opened = await services.threads.open_escalation_thread(escalation, link=link)
     except Exception:
-        log.exception("escalation %s: the thread could not be updated", outcome.escalation.escalation_id)
+        log.exception("escalation %s: the thread could not be updated", escalation.escalation_id)
+        return
+    if not opened.thread_ts:
+        await client.chat_postMessage(channel=ask.channel, thread_ts=ask.thread_ts,
+                                      **build_notice(UNREACHABLE.format(escalation_id=escalation.escalation_id)))
 
 
 async def show_error(client: AsyncWebClient, *, channel: str, thread_ts: str | None,

@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 DOWNLOAD_TIMEOUT_S = 60.0
 # Slack's `filetype` for a file whose name has no usable extension.
-FILETYPE_SUFFIXES = {"pdf": ".pdf", "markdown": ".md", "text": ".txt", "html": ".html"}
+FILETYPE_SUFFIXES = {"pdf": ".pdf", "markdown": ".md", "text": ".txt", "html": ".html", "docx": ".docx"}
 
 
 # -- who may -----------------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ async def fetch_file(client: AsyncWebClient, settings: Settings, file_id: str) -
     name = PurePosixPath(str(info.get("name") or info.get("title") or file_id)).name or file_id
     suffix = _suffix(name, info.get("filetype"))
     if suffix is None:
-        raise SlackFileError("I can't read this type of file. Upload Markdown, text, HTML or a text-based PDF "
+        raise SlackFileError("I can't read this type of file. Upload Markdown, text, HTML, Word (.docx) or a text-based PDF "
                              f"({', '.join(sorted(SUPPORTED_SUFFIXES))}).")
     if not PurePosixPath(name).suffix:
         name += suffix

@@ -13,18 +13,18 @@ from datetime import datetime
 from typing import Any
 
 from bot.slack.constants import (
-    ACTION_CLAIM,
     ACTION_FEEDBACK_DOWN,
     ACTION_FEEDBACK_UP,
-    ACTION_RESOLVE,
     ACTION_TALK_TO_PERSON,
     BLOCK_ANSWER_ACTIONS,
     BLOCK_ANSWER_SOURCES,
     BLOCK_ANSWER_TURN_PREFIX,
-    BLOCK_ESCALATION_ACTIONS,
     BLOCK_HOME_ESCALATIONS,
     SLASH_COMMAND,
 )
+from bot.slack.text import encode, encode_relayed
+from graph.validate import _BRACKET as CITATION_BRACKET  # the citation pattern has one owner
+from graph.validate import citations_in
 from store.records import EscalationRecord, TurnRecord
 
 Message = dict[str, Any]
@@ -44,13 +44,6 @@ REASON_LABELS = {
     "internal_error": "Cairn hit an internal error",
 }
 
-_BRACKET = re.compile(r"\[([^\[\]\n]+)\]")
-_ID_TOKEN = re.compile(r"^[^\s\[\],;]+:[^\s\[\],;]+$")
-
-
-def escape(text: str) -> str:
-    """Slack mrkdwn control characters; document text must not become links or mentions."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 # -- citations ----------------------------------------------------------------------------------
@@ -83,7 +76,7 @@ def render_citations(answer: str, citations: Sequence[Mapping[str, Any]]) -> tup
 
     def replace(match: re.Match[str]) -> str:
         tokens = [t.strip() for t in re.split(r"[,;]", match.group(1))]
-        if not tokens or not all(_ID_TOKEN.match(t) for t in tokens):
+        if not tokens or citations_in(match.group(0)) != tokens:
             return match.group(0)  # an ordinary bracket in the prose
         marks = []
         for token in tokens:
@@ -92,7 +85,7 @@ def render_citations(answer: str, citations: Sequence[Mapping[str, Any]]) -> tup
                 marks.append(str(numbers[token]))
         return f"[{', '.join(marks)}]" if marks else ""
 
-    text = _BRACKET.sub(replace, answer)
+    text = CITATION_BRACKET.sub(replace, answer)
     text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
     lines = [f"[{n}] {source_label(by_id[chunk_id])}" for chunk_id, n in numbers.items()]
     return text, lines
@@ -101,8 +94,9 @@ def render_citations(answer: str, citations: Sequence[Mapping[str, Any]]) -> tup
 # -- messages in the user's thread --------------------------------------------------------------
 
 
-def _sections(text: str) -> list[dict[str, Any]]:
-    body = escape(text) or " "
+def _sections(mrkdwn: str) -> list[dict[str, Any]]:
+    """Section blocks for text already encoded for Slack, split under the per-section limit."""
+    body = mrkdwn or " "
     chunks = [body[i:i + SECTION_LIMIT] for i in range(0, len(body), SECTION_LIMIT)]
     return [{"type": "section", "text": {"type": "mrkdwn", "text": chunk}} for chunk in chunks]
 
@@ -138,30 +132,32 @@ def build_answer(*, answer: str, citations: Sequence[Mapping[str, Any]], turn_id
                  session_id: str) -> Message:
     """A validated answer: numbered footnotes, readable sources, a way to a person, and feedback."""
     text, sources = render_citations(answer, citations)
-    blocks = _sections(text)
+    blocks = _sections(encode(text))
     blocks[0]["block_id"] = BLOCK_ANSWER_TURN_PREFIX + turn_id  # "Why this answer?" finds the turn here
     if sources:
-        blocks.append(_context([escape(s) for s in sources], block_id=BLOCK_ANSWER_SOURCES))
+        blocks.append(_context([encode(s) for s in sources], block_id=BLOCK_ANSWER_SOURCES))
     blocks.append({"type": "actions", "block_id": BLOCK_ANSWER_ACTIONS, "elements": [
         _button("Talk to a person", ACTION_TALK_TO_PERSON, session_id), *feedback_buttons(turn_id)]})
-    fallback = text + ("\n" + "\n".join(sources) if sources else "")
+    fallback = encode(text) + ("\n" + "\n".join(encode(s) for s in sources) if sources else "")
     return {"text": fallback, "blocks": blocks}
 
 
 def build_notice(text: str, *, turn_id: str | None = None) -> Message:
     """A fixed text from Cairn (abstention, "a person is on it", a closing note): no buttons. With the
     turn it ends, "Why this answer?" works on it too."""
-    blocks = _sections(text)
+    blocks = _sections(encode(text))
     if turn_id:
         blocks[0]["block_id"] = BLOCK_ANSWER_TURN_PREFIX + turn_id
-    return {"text": text, "blocks": blocks}
+    return {"text": encode(text), "blocks": blocks}
 
 
 def build_admin_answer(*, text: str, turn_id: str) -> Message:
-    """A person's answer relayed to the user; `text` is already attributed ("Answer from …")."""
-    blocks = [*_sections(text), {"type": "actions", "block_id": BLOCK_ANSWER_ACTIONS,
-                                 "elements": feedback_buttons(turn_id)}]
-    return {"text": text, "blocks": blocks}
+    """A person's answer relayed to the user; `text` is already attributed ("Answer from …"). Their own
+    mentions and links stay live; nothing else in it can ping anyone (bot/slack/text.py)."""
+    mrkdwn = encode_relayed(text)
+    blocks = [*_sections(mrkdwn), {"type": "actions", "block_id": BLOCK_ANSWER_ACTIONS,
+                                   "elements": feedback_buttons(turn_id)}]
+    return {"text": mrkdwn, "blocks": blocks}
 
 
 def answer_turn_id(message: Mapping[str, Any]) -> str | None:
@@ -186,21 +182,21 @@ def build_turn_explanation(turn: TurnRecord) -> Message:
     """"Why this answer?": the route that fired, the reason, each search's gate and the chunks with
     their scores, and the answerer — the turn trace, for an admin or the asker."""
     t: Mapping[str, Any] = turn.trace
-    head = [f"*Why this answer?* (turn `{escape(turn.turn_id)}`)",
-            f"*Question*: {escape(turn.question)[:500]}",
-            f"*Route*: {escape(str(turn.route or '-'))} · *reason*: {escape(reason_label(turn.reason)) if turn.reason else '-'}"
-            f" · *fired*: {escape(str(t.get('route_fired') or '-'))} · *top score*: {_score(turn.top_score)}",
-            f"*Path*: {escape(' → '.join(map(str, t.get('path') or [])) or '-')}"]
+    head = [f"*Why this answer?* (turn `{encode(turn.turn_id)}`)",
+            f"*Question*: {encode(turn.question)[:500]}",
+            f"*Route*: {encode(str(turn.route or '-'))} · *reason*: {encode(reason_label(turn.reason)) if turn.reason else '-'}"
+            f" · *fired*: {encode(str(t.get('route_fired') or '-'))} · *top score*: {_score(turn.top_score)}",
+            f"*Path*: {encode(' → '.join(map(str, t.get('path') or [])) or '-')}"]
     searches = []
     for s in t.get("searches") or []:
-        chunks = ", ".join(f"`{escape(str(c.get('chunk_id')))}` {_score(c.get('score'))}"
+        chunks = ", ".join(f"`{encode(str(c.get('chunk_id')))}` {_score(c.get('score'))}"
                            for c in (s.get("chunks") or [])[:8])
-        searches.append(f"• search “{escape(str(s.get('query') or ''))[:200]}”: gate {escape(str(s.get('gate') or '-'))},"
+        searches.append(f"• search “{encode(str(s.get('query') or ''))[:200]}”: gate {encode(str(s.get('gate') or '-'))},"
                         f" top {_score(s.get('top_score'))}, floor {_score(s.get('min_score'))},"
-                        f" reranker {escape(str(s.get('reranker') or '-'))}" + (f"\n    {chunks}" if chunks else ""))
-    passages = [_passage_line(n, p) for n, p in enumerate(turn.passages, 1)]
-    tail = [f"*Answerer*: {escape(turn.answerer or '-')} · *model*: {escape(turn.model or '-')}"
-            f" · *prompt*: {escape(turn.prompt_version or '-')}"]
+                        f" reranker {encode(str(s.get('reranker') or '-'))}" + (f"\n    {chunks}" if chunks else ""))
+    passages = [passage_line(n, p) for n, p in enumerate(turn.passages, 1)]
+    tail = [f"*Answerer*: {encode(turn.answerer or '-')} · *model*: {encode(turn.model or '-')}"
+            f" · *prompt*: {encode(turn.prompt_version or '-')}"]
     parts = ["\n".join(head),
              "*Searches*\n" + ("\n".join(searches) if searches else "_no search ran_"),
              "*Chunks chosen (after rerank)*\n" + ("\n".join(passages) if passages else "_none_"),
@@ -209,93 +205,19 @@ def build_turn_explanation(turn: TurnRecord) -> Message:
     return {"text": "\n".join(parts)[:SECTION_LIMIT], "blocks": blocks}
 
 
-def build_error(detail: str | None = None) -> Message:
-    text = ERROR_TEXT + (f" ({detail})" if detail else "")
-    return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f":warning: {escape(text)}"}}]}
-
-
-# -- the escalation thread ----------------------------------------------------------------------
-
-
 def reason_label(reason: str | None) -> str:
     return REASON_LABELS.get(reason or "", reason or "unknown")
 
 
-def _passage_line(n: int, p: Mapping[str, Any]) -> str:
+def passage_line(n: int, p: Mapping[str, Any]) -> str:
     score = p.get("score")
     score_text = f"{float(score):.3f}" if isinstance(score, int | float) else "-"
-    return f"{n}. {escape(source_label(p))} — score {score_text} `{escape(str(p.get('chunk_id', '')))}`"
+    return f"{n}. {encode(source_label(p))} — score {score_text} `{encode(str(p.get('chunk_id', '')))}`"
 
 
-def build_escalation_root(escalation: EscalationRecord, *, link: str) -> Message:
-    """The escalation channel's view of one question: what was asked, why Cairn stopped, what it found."""
-    e = escalation
-    top = f"{e.top_score:.3f}" if e.top_score is not None else "-"
-    blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": f"Escalation {e.escalation_id}"[:150]}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*Question*\n>{escape(e.question)[:SECTION_LIMIT]}"}},
-        {"type": "section", "fields": [
-            {"type": "mrkdwn", "text": f"*From*\n<@{e.user_id}> ({escape(e.tenant_id)})"},
-            {"type": "mrkdwn", "text": f"*Reason*\n{escape(reason_label(e.reason))} (`{e.reason}`)"},
-            {"type": "mrkdwn", "text": f"*Top score*\n{top}"},
-            {"type": "mrkdwn", "text": f"*Conversation*\n<{link}|open the user's thread>"},
-        ]},
-    ]
-    if e.transcript.strip():
-        transcript = escape(e.transcript.strip())[:SECTION_LIMIT - 40]
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Transcript*\n```{transcript}```"}})
-    blocks.extend(_conflict_blocks(e))
-    lines = [_passage_line(n, p) for n, p in enumerate(e.passages, 1)]
-    passages = "\n".join(lines) if lines else "_no passages were retrieved_"
-    blocks.append({"type": "section", "text": {"type": "mrkdwn",
-                                               "text": f"*Retrieved passages*\n{passages}"[:SECTION_LIMIT]}})
-    blocks.extend(_escalation_status_blocks(e))
-    fallback = f"Escalation {e.escalation_id} ({e.reason}) from <@{e.user_id}>: {e.question}"
-    return {"text": fallback, "blocks": blocks}
-
-
-def _conflict_blocks(e: EscalationRecord) -> list[dict[str, Any]]:
-    """conflicting_sources: every owner involved, and the contradicting passages side by side."""
-    sides = [p for p in e.passages if p.get("conflict")]
-    if e.reason != "conflicting_sources" or not sides:
-        return []
-    owners = sorted({str(p["owner"]) for p in sides if p.get("owner")})
-    ask = (f"{', '.join(escape(o) for o in owners)}: please confirm which applies."
-           if owners else "No owner is recorded for these documents: please confirm which applies.")
-    fields = []
-    for p in sides[:10]:
-        effective = str(p.get("effective_at") or "")[:10] or "no effective date"
-        fields.append({"type": "mrkdwn", "text": (
-            f"*{escape(str(p.get('title', p.get('doc_id', ''))))}* · {escape(str(p.get('version', '')))}"
-            f" · effective {escape(effective)}\n>{escape(str(p['conflict']))[:800]}\n"
-            f"owner {escape(str(p.get('owner') or 'none'))}")})
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": f"*Conflicting sources* — {ask}"}},
-            {"type": "section", "fields": fields}]
-
-
-def _escalation_status_blocks(e: EscalationRecord) -> list[dict[str, Any]]:
-    if e.status in ("resolved", "expired"):
-        who = f" by <@{e.resolved_by}>" if e.resolved_by else ""
-        mark = ":white_check_mark: Resolved" if e.status == "resolved" else ":hourglass: Expired"
-        return [_context([f"{mark}{who}. Replies here are no longer relayed."])]
-    buttons = [_button("Resolve", ACTION_RESOLVE, e.escalation_id, style="primary")]
-    if not e.claimed_by:
-        buttons.append(_button("Claim", ACTION_CLAIM, e.escalation_id))
-    notes = ["Reply in this thread to answer: each reply is relayed to the user, attributed to you. "
-             f"Press Resolve (or `{SLASH_COMMAND} resolve {e.escalation_id}`) when done."]
-    if e.claimed_by:
-        notes.append(f":raising_hand: Claimed by <@{e.claimed_by}>")
-    return [_context(notes), {"type": "actions", "block_id": BLOCK_ESCALATION_ACTIONS, "elements": buttons}]
-
-
-def build_thread_followup(*, user_id: str, text: str) -> Message:
-    body = f"<@{user_id}> added:\n>{escape(text)}"[:SECTION_LIMIT]
-    return {"text": f"Follow-up from <@{user_id}>: {text}",
-            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": body}}]}
-
-
-def build_thread_note(text: str) -> Message:
-    return {"text": text, "blocks": [_context([text])]}
+def build_error(detail: str | None = None) -> Message:
+    text = encode(ERROR_TEXT + (f" ({detail})" if detail else ""))
+    return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f":warning: {text}"}}]}
 
 
 # -- App Home and help --------------------------------------------------------------------------
@@ -344,18 +266,8 @@ def format_age(created_at: str, now: datetime) -> str:
 def escalation_line(e: EscalationRecord, now: datetime) -> str:
     where = f" in <#{e.channel}>" if e.channel else ""
     claimed = f", claimed by <@{e.claimed_by}>" if e.claimed_by else ""
-    return (f"`{e.escalation_id}` · {format_age(e.created_at, now)} old · {escape(reason_label(e.reason))}"
-            f" · {e.status}{claimed}{where}\n>{escape(e.question)[:300]}")
-
-
-def build_escalation_list(escalations: Sequence[EscalationRecord], now: datetime) -> Message:
-    if not escalations:
-        text = "No open escalations."
-        return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
-    lines = [escalation_line(e, now) for e in escalations[:20]]
-    more = len(escalations) - len(lines)
-    text = f"*Open escalations ({len(escalations)})*\n" + "\n".join(lines) + (f"\n…and {more} more" if more else "")
-    return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_LIMIT]}}]}
+    return (f"`{e.escalation_id}` · {format_age(e.created_at, now)} old · {encode(reason_label(e.reason))}"
+            f" · {e.status}{claimed}{where}\n>{encode(e.question)[:300]}")
 
 
 def build_home(*, is_staff: bool, is_admin: bool, escalations: Sequence[EscalationRecord],

@@ -160,7 +160,9 @@ class SyncRunner:
                     *, confirm: bool) -> None:
         if item is None or item.state == "withdrawn":
             if item is None and fetched.message and fetched.message.startswith("HTTP"):
-                report.items.append(ItemResult(fetched.key, None, "error", message=f"listed, but {fetched.message}"))
+                # A dead link or a stale sitemap entry: the site's problem, nothing to sync or withdraw.
+                report.items.append(ItemResult(fetched.key, None, "skipped",
+                                               message=f"{fetched.message}: linked or listed, never synced"))
             return
         if confirm and item.state != "missing":
             await self.sources.record_item(

@@ -184,7 +184,7 @@ class WebsiteLister:
         live = {key: item for key, item in known.items() if item.state != "withdrawn" and item.url}
         frontier: list[str] = [self.start_url, *(listed or [])]
         frontier += [item.url for item in live.values() if item.url]
-        frontier += [link for item in live.values() for link in item.links]
+        frontier += [link for item in live.values() for link in self._links_to_follow(item.links, follow_pages)]
         results: dict[str, Fetched] = {}
         queued: set[str] = set()
         queue: asyncio.Queue[str] = asyncio.Queue()
@@ -206,7 +206,7 @@ class WebsiteLister:
                                "nothing was withdrawn")
         results[start.key] = start
         queue.get_nowait()  # the start page, fetched above
-        offer(self._links_to_follow(start, follow_pages))
+        offer(self._links_to_follow(start.links, follow_pages))
 
         async def worker() -> None:
             while True:
@@ -223,7 +223,7 @@ class WebsiteLister:
                         if fetched.key in results:
                             continue  # a page this run already has
                     results[fetched.key] = fetched
-                    offer(self._links_to_follow(fetched, follow_pages))
+                    offer(self._links_to_follow(fetched.links, follow_pages))
                 finally:
                     queue.task_done()
 
@@ -232,9 +232,9 @@ class WebsiteLister:
             await asyncio.gather(*(worker() for _ in range(self.concurrency)))
         return list(results.values())
 
-    def _links_to_follow(self, fetched: Fetched, follow_pages: bool) -> list[str]:
-        return [link for link in fetched.links
-                if follow_pages or urlsplit(link).path.lower().endswith(DOCUMENT_SUFFIXES)]
+    def _links_to_follow(self, links: Iterable[str], follow_pages: bool) -> list[str]:
+        """With a sitemap, pages come from it and only linked PDF and Word files are followed."""
+        return [link for link in links if follow_pages or urlsplit(link).path.lower().endswith(DOCUMENT_SUFFIXES)]
 
     def _doc_id(self, url: str) -> str:
         return doc_id_from_path(self.key_of(url))

@@ -28,6 +28,7 @@ from bot.slack.context import WorkTracker
 from retrieval.embed import Embedder
 from tests.conftest import make_settings, serving
 from tests.fake_slack import FakeSlack
+from tests.slack_rules import slack_encoded
 
 SIGNING_SECRET = "secret"
 TEAM = "T0LARKSPUR"
@@ -114,7 +115,8 @@ class Cairn:
 
     def message(self, text: str, *, user: str = BOB, channel: str = "D0BOB", channel_type: str = "im",
                 thread_ts: str | None = None, ts: str | None = None, **extra: Any) -> dict[str, Any]:
-        event = {"type": "message", "user": user, "text": text, "ts": ts or self.new_ts(), "channel": channel,
+        event = {"type": "message", "user": user, "text": slack_encoded(text), "ts": ts or self.new_ts(),
+                 "channel": channel,
                  "channel_type": channel_type, "team": TEAM, "event_ts": ts, **extra}
         if thread_ts:
             event["thread_ts"] = thread_ts
@@ -122,7 +124,7 @@ class Cairn:
 
     def mention(self, text: str, *, user: str = BOB, channel: str = "C0GENERAL", thread_ts: str | None = None,
                 ts: str | None = None, **extra: Any) -> dict[str, Any]:
-        event = {"type": "app_mention", "user": user, "text": f"<@{self.fake.bot_user_id}> {text}",
+        event = {"type": "app_mention", "user": user, "text": slack_encoded(f"<@{self.fake.bot_user_id}> {text}"),
                  "ts": ts or self.new_ts(), "channel": channel, "team": TEAM, **extra}
         if thread_ts:
             event["thread_ts"] = thread_ts
@@ -153,7 +155,7 @@ class Cairn:
     async def command(self, text: str, *, user: str = BOB, channel: str = "C0GENERAL") -> httpx.Response:
         body = urlencode({"token": "legacy", "team_id": TEAM, "team_domain": "larkspur", "channel_id": channel,
                           "channel_name": "general", "user_id": user, "user_name": ACCESS_USERS.get(user, user),
-                          "command": "/cairn", "text": text, "api_app_id": "A0CAIRN",
+                          "command": "/cairn", "text": slack_encoded(text), "api_app_id": "A0CAIRN",
                           "response_url": self.fake.response_url(), "trigger_id": f"trig-{next(self._ids)}"})
         return await self.post(body, content_type="application/x-www-form-urlencoded")
 

@@ -16,8 +16,8 @@ from store.db import iso, open_db
 from store.records import EscalationRecord
 from store.reports import EscalationReports
 from store.run_claims import RunClaims
-from tests.escalations.slack_files import FakeSlackWithFiles
 from tests.conftest import serving
+from tests.escalations.slack_files import FakeSlackWithFiles
 from tests.graph.fake_openai import FakeOpenAI
 
 # Monday 2 February 2026, 09:00 UTC: the default digest moment of ISO week 2026-W06, which posts 2026-W05.

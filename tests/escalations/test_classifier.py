@@ -14,8 +14,8 @@ from escalations.classifier import (
 )
 from escalations.taxonomy import DEFAULT_TAXONOMY, UNCLASSIFIED
 from retrieval.embed import Embedder
-from tests.escalations.conftest import Store, at, seed, seed_turn
 from tests.conftest import make_settings
+from tests.escalations.conftest import Store, at, seed, seed_turn
 from tests.graph.fake_openai import FakeOpenAI, http_error, text
 
 REASONS = {"retrieval_unavailable": "genuine", "user_requested_human": "genuine",

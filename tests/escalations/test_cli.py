@@ -16,10 +16,10 @@ from escalations.chart import PNG_SIGNATURE
 from retrieval.embed import Embedder
 from store.conversations import ConversationStore
 from store.db import open_db
+from tests.conftest import SAMPLE_ACCESS, make_settings
 from tests.escalations.conftest import WEEK, Store, at, seed
 from tests.escalations.seeded_week import seed_week
 from tests.escalations.slack_files import FakeSlackWithFiles
-from tests.conftest import SAMPLE_ACCESS, make_settings
 
 
 @pytest.fixture

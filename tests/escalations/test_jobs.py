@@ -18,13 +18,13 @@ from bot.scheduler import build_context, post_weekly_digest, register_jobs
 from bot.services import Services, open_services
 from retrieval.embed import Embedder
 from store.reports import EscalationReports
+from tests.conftest import SAMPLE_ACCESS, make_settings
 from tests.escalations.conftest import NOW, WEEK, Clock, Store, at, seed
 from tests.escalations.seeded_week import seed_week
 from tests.escalations.slack_files import FakeSlackWithFiles
-from tests.conftest import make_settings
 
 ALL_JOBS = {"cairn.classify", "cairn.expiry", "cairn.digest", "cairn.digest_catch_up", "cairn.publish_due",
-            "cairn.index_cleanup", "cairn.retention"}
+            "cairn.index_cleanup", "cairn.retention", "cairn.sources"}
 
 
 @pytest.fixture
@@ -93,12 +93,12 @@ async def test_weekly_digest_job_posts_last_week_once(tmp_path: Path, embedder: 
         await seed_week(store_of(services, tmp_path))
         clock = Clock(NOW + timedelta(minutes=2))
         ctx = build_context(services, slack_client=slack_client, clock=clock)
-        first = await post_weekly_digest(ctx)
+        [first] = await post_weekly_digest(ctx)
         assert first is not None and (first.week, first.status) == (WEEK, "posted")
         # the catch-up at start and a second trigger find it done
-        assert (await post_weekly_digest(ctx, catch_up=True)).status == "already_posted"  # type: ignore[union-attr]
+        assert [r.status for r in await post_weekly_digest(ctx, catch_up=True)] == ["already_posted"]
         clock.now = NOW + timedelta(days=3)
-        assert (await post_weekly_digest(ctx)).status == "already_posted"  # type: ignore[union-attr]
+        assert [r.status for r in await post_weekly_digest(ctx)] == ["already_posted"]
         assert len(fake_slack.calls_to("chat.postMessage")) == 1
         # the digest job labelled the rows first
         unlabelled = await ctx.queries.unlabelled_escalations(max_attempts=3)
@@ -111,10 +111,10 @@ async def test_catch_up_only_shortly_after_the_digest_time(tmp_path: Path, embed
     settings = make_settings(tmp_path / "home", CAIRN_DIGEST_CHANNEL="C0LEADS")
     async with open_services(settings, embedder=embedder) as services:
         late = build_context(services, slack_client=slack_client, clock=Clock(NOW + timedelta(hours=30)))
-        assert await post_weekly_digest(late, catch_up=True) is None
+        assert await post_weekly_digest(late, catch_up=True) == []
         soon = build_context(services, slack_client=slack_client, clock=Clock(NOW + timedelta(hours=3)))
-        result = await post_weekly_digest(soon, catch_up=True)
-        assert result is not None and (result.week, result.status) == (WEEK, "posted")
+        [result] = await post_weekly_digest(soon, catch_up=True)
+        assert (result.week, result.status) == (WEEK, "posted")
 
 
 async def test_a_failing_job_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
@@ -150,3 +150,26 @@ async def test_a_bad_topics_file_fails_at_registration(tmp_path: Path, embedder:
     async with open_services(make_settings(tmp_path / "home", CAIRN_TOPICS=bad), embedder=embedder) as services:
         with pytest.raises(TaxonomyError):
             register_jobs(AsyncIOScheduler(timezone=UTC), services)
+
+
+async def test_each_tenant_gets_its_own_digest_in_its_own_channel(tmp_path: Path, embedder: Embedder,
+                                                                  fake_slack: FakeSlackWithFiles,
+                                                                  slack_client: AsyncWebClient) -> None:
+    access = tmp_path / "access.yml"
+    access.write_text(SAMPLE_ACCESS.read_text().replace(
+        "  harbor:               # a second tenant, for cross-tenant tests\n    groups: [everyone, customer]",
+        "  harbor:               # a second tenant, for cross-tenant tests\n    groups: [everyone, customer]\n"
+        "    digest_channel: C0HARBORLEADS"))
+    settings = make_settings(tmp_path / "home", CAIRN_DIGEST_CHANNEL="C0LEADS", CAIRN_ACCESS_FILE=access)
+    async with open_services(settings, embedder=embedder) as services:
+        store = Store(services.db, services.conversations, services.store.reports, tmp_path)
+        await seed(store, "lark", reason="below_score_floor", created_at=at(27), question="Larkspur hotel cap?")
+        harbor = await seed(store, "harb", reason="below_score_floor", created_at=at(28), question="Harbor dock fees?")
+        await services.db.execute("UPDATE escalations SET tenant_id='harbor' WHERE escalation_id=?",
+                                  (harbor.escalation_id,))
+        ctx = build_context(services, slack_client=slack_client, clock=Clock(NOW))
+        results = await post_weekly_digest(ctx)
+    assert sorted(r.channel for r in results) == ["C0HARBORLEADS", "C0LEADS"]
+    posted = {c.channel: c.text for c in fake_slack.calls_to("chat.postMessage")}
+    assert "Larkspur hotel cap?" in posted["C0LEADS"] and "Harbor dock fees?" not in posted["C0LEADS"]
+    assert "Harbor dock fees?" in posted["C0HARBORLEADS"] and "Larkspur hotel cap?" not in posted["C0HARBORLEADS"]

@@ -273,6 +273,28 @@ def test_html_headings_metadata_and_blocks() -> None:
     assert not any(word in body for word in ("track", "color", "Site header", "Home", "Copyright", "hidden"))
 
 
+def _nested(depth: int, tag: str = "div") -> str:
+    return f"<html><body>{f'<{tag}>' * depth}<p>Deep text.</p>{f'</{tag}>' * depth}</body></html>"
+
+
+@pytest.mark.parametrize("depth", [16_000, 1_000_000])
+def test_html_nested_beyond_any_policy_page_is_refused_with_the_reason(depth: int) -> None:
+    message = _error(_nested(depth).encode(), "deep.html")
+    assert "nests elements more than 400 deep" in message and "upload it again" in message
+
+
+def test_html_nested_as_deep_as_allowed_still_parses() -> None:
+    doc = _parse(_nested(397), "deep.html")  # <html>, <body>, 397 <div>s and the <p>: 400 deep
+    assert doc.sections[0].text == "Deep text."
+
+
+def test_html_depth_counts_what_stays_open_not_every_tag() -> None:
+    # Void elements and closed siblings never deepen the tree, however many there are.
+    body = "<p>Line one.<br><img src=x></p>" * 2_000 + "<div><span>Last.</span></div>"
+    doc = _parse(f"<html><body>{body}</body></html>", "wide.html")
+    assert "Last." in doc.sections[-1].text
+
+
 # ------------------------------------------------------------------------------------------------ pdf
 
 

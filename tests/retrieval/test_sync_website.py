@@ -12,10 +12,12 @@ from retrieval.sync import SyncRunner
 from store.sources import SourceRecord, Sources
 from tests.conftest import SHARED_DATA
 from tests.handbook_site import FOOTER, HandbookSite
+from tests.retrieval.test_docx import EXCEPTION, build_policy
 
 BASECAMP = SHARED_DATA / "handbooks" / "basecamp"
 PAGES = ["severance.md", "our-rituals.md", "managing-work-devices.md", "moonlighting.md"]
 TENANT = "larkspur"
+DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
 @pytest.fixture
@@ -46,14 +48,19 @@ async def versions(svc: Services) -> dict[str, tuple[str | None, str]]:
 
 async def test_first_sync_conditional_resync_edit_confirmed_removal_and_outage(services: Services,
                                                                               site: HandbookSite) -> None:
+    # A Word file linked from a page is synced with the pages; a dead link is never requested.
+    site.files["/handbook/forms/travel.docx"] = (DOCX_TYPE, build_policy())
+    title, body = site.pages["/handbook/our-rituals/"]
+    site.pages["/handbook/our-rituals/"] = (title, body + '<p>See the <a href="/handbook/forms/travel.docx">travel '
+                                            'policy</a> and the <a href="/handbook/retired-page/">old page</a>.</p>')
     sources, runner = await mirror(services)
     source = await add_site(sources, site)
     pages = {"handbook", "handbook/severance", "handbook/our-rituals", "handbook/managing-work-devices",
-             "handbook/moonlighting"}
+             "handbook/moonlighting", "handbook/forms/travel.docx"}
 
     first = await runner.run(source)
     assert first.status == "ok", first.as_dict()
-    assert first.counts == {"new": 5, "skipped": 1}, first.as_dict()  # the private page: robots.txt
+    assert first.counts == {"new": 6, "skipped": 1}, first.as_dict()  # the private page: robots.txt
     assert await versions(services) == {doc: ("v1", "active") for doc in pages}
     assert not [p for p, _ in site.requests if p.startswith("/handbook/private/")]
     docs = {d.doc_id: d for d in await services.catalog.list_documents(tenant_id=TENANT)}
@@ -68,28 +75,31 @@ async def test_first_sync_conditional_resync_edit_confirmed_removal_and_outage(s
     found = await services.searcher.search("can I do a side gig or speaking gig outside work?",
                                            services.access.resolve_cli(None))
     assert found.passages and found.passages[0].doc_id == "handbook/moonlighting"
+    assert EXCEPTION in stored  # the linked Word file's footnote
 
     site.requests.clear()
     second = await runner.run(source)
-    assert second.counts == {"not_modified": 5, "skipped": 1}, second.as_dict()
+    assert second.counts == {"not_modified": 6, "skipped": 1}, second.as_dict()
     page_requests = site.page_requests()
-    assert len(page_requests) == 5 and all(tag for _, tag in page_requests)  # one conditional request each
+    assert len(page_requests) == 6 and all(tag for _, tag in page_requests)  # one conditional request each
+    assert "/handbook/retired-page/" not in {p for p, _ in site.requests}
     assert await versions(services) == {doc: ("v1", "active") for doc in pages}
 
     title, body = site.pages["/handbook/moonlighting/"]
     site.pages["/handbook/moonlighting/"] = (title, body.replace("few hours a week", "five hours a week"))
     edited = await runner.run(source)
-    assert edited.counts == {"changed": 1, "not_modified": 4, "skipped": 1}, edited.as_dict()
+    assert edited.counts == {"changed": 1, "not_modified": 5, "skipped": 1}, edited.as_dict()
     assert (await versions(services))["handbook/moonlighting"] == ("v2", "active")
 
     # Removing a page also changes every other page's navigation: their main content is the same,
     # so they are fetched again (new ETags) but make no new version.
     del site.pages["/handbook/severance/"]
     removed = await runner.run(source)
-    assert removed.counts == {"pending_removal": 1, "unchanged": 4, "skipped": 1}, removed.as_dict()
+    assert removed.counts == {"pending_removal": 1, "unchanged": 4, "not_modified": 1, "skipped": 1}, \
+        removed.as_dict()
     assert (await versions(services))["handbook/severance"] == ("v1", "active")  # not yet: unconfirmed
     confirmed = await runner.run(source)
-    assert confirmed.counts == {"withdrawn": 1, "not_modified": 4, "skipped": 1}, confirmed.as_dict()
+    assert confirmed.counts == {"withdrawn": 1, "not_modified": 5, "skipped": 1}, confirmed.as_dict()
     now = await versions(services)
     assert now["handbook/severance"] == (None, "withdrawn")
     assert now["handbook/moonlighting"] == ("v2", "active") and now["handbook/our-rituals"] == ("v1", "active")

@@ -12,10 +12,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.constants import SLASH_COMMAND
 from bot.slack.context import SlackServices
 from bot.slack.document_views import OWNER_ONLY_TEXT
+from bot.slack.escalation_views import build_escalation_list
 from bot.slack.intake import bind, first_delivery
 from bot.slack.listeners.documents import open_upload_modal
+from bot.slack.text import decode, encode
 from bot.slack.turn import Ask, answer_in_thread, turn_id_for
-from bot.slack.views import build_escalation_list, build_help, escape
+from bot.slack.views import build_help
 from store.db import utcnow
 from store.records import Scope
 
@@ -23,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def _split(command: dict[str, Any]) -> tuple[str, str]:
-    text = str(command.get("text") or "").strip()
+    text = decode(str(command.get("text") or "")).strip()  # Slack encodes slash-command text too
     verb, _, rest = text.partition(" ")
     return verb.lower(), rest.strip()
 
@@ -79,7 +81,7 @@ async def _ask(services: SlackServices, client: AsyncWebClient, command: dict[st
         return
     im = await client.conversations_open(users=user_id)
     channel = str(im["channel"]["id"])
-    root = await client.chat_postMessage(channel=channel, text=f"<@{user_id}> asked: {escape(question)}")
+    root = await client.chat_postMessage(channel=channel, text=f"<@{user_id}> asked: {encode(question)}")
     root_ts = str(root["ts"])
     await answer_in_thread(services, client, Ask(
         team_id=str(command.get("team_id") or ""), channel=channel, user_id=user_id,

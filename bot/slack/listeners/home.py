@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.context import SlackServices
 from bot.slack.document_views import build_owner_home
 from bot.slack.intake import ack_now, bind
+from bot.slack.source_views import build_source_blocks
 from bot.slack.uploads import managed_documents, owner_of
 from bot.slack.views import build_home
 from store.db import utcnow
@@ -30,9 +31,13 @@ async def refresh_home(services: SlackServices, client: AsyncWebClient, user_id:
     escalations = (await core.conversations.list_escalations(open_only=True, tenant_id=scope.tenant_id)
                    if is_admin else [])
     owner = await owner_of(services, user_id)
-    owner_blocks = build_owner_home(
-        jobs=await core.jobs.list(requested_by=user_id, limit=HOME_JOBS),
-        documents=await managed_documents(core, owner), now=utcnow()) if owner else []
+    owner_blocks: list[dict[str, Any]] = []
+    if owner:
+        documents = await managed_documents(core, owner)
+        owner_blocks = build_owner_home(jobs=await core.jobs.list(requested_by=user_id, limit=HOME_JOBS),
+                                        documents=documents, now=utcnow())
+        owner_blocks += build_source_blocks(await core.store.sources.sources_of_documents(
+            tenant_id=owner.tenant_id, doc_ids=[d.doc_id for d in documents]))
     await client.views_publish(user_id=user_id, view=build_home(
         is_staff=is_staff, is_admin=is_admin, escalations=escalations, now=utcnow(), owner_blocks=owner_blocks))
 

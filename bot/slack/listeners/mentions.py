@@ -10,6 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.context import SlackServices
 from bot.slack.intake import event_keys, first_delivery, on_person_message, strip_mentions
+from bot.slack.text import decode
 from bot.slack.turn import Ask, answer_in_thread
 from bot.slack.views import build_help
 
@@ -27,7 +28,7 @@ async def _on_mention(services: SlackServices, client: AsyncWebClient, body: dic
         return  # a reply in an escalation thread: the message listener relays it
     if not await first_delivery(core, *event_keys(body, event)):
         return
-    text = strip_mentions(str(event.get("text") or ""), context.bot_user_id)
+    text = decode(strip_mentions(str(event.get("text") or ""), context.bot_user_id)).strip()
     if not text:
         scope = await services.identity.resolve(str(event["user"]), event_team_id=event.get("user_team"))
         await client.chat_postMessage(channel=channel, thread_ts=thread_ts, **build_help(is_admin=scope.is_admin))

@@ -22,6 +22,7 @@ from bot.slack.constants import session_id_for
 from bot.slack.context import SlackServices
 from bot.slack.intake import event_keys, first_delivery, mentions, on_person_message, strip_mentions
 from bot.slack.listeners.documents import offer_files
+from bot.slack.text import decode
 from bot.slack.turn import Ask, answer_in_thread
 from graph.runner import EscalationError
 from store.records import EscalationRecord
@@ -64,7 +65,7 @@ async def _on_message(services: SlackServices, client: AsyncWebClient, body: dic
             if await core.conversations.get_session(session_id=session_id) is None:
                 return  # a thread Cairn is not part of
 
-    text = strip_mentions(raw_text, context.bot_user_id)
+    text = decode(strip_mentions(raw_text, context.bot_user_id)).strip()
     if not text or not await first_delivery(core, *event_keys(body, event)):
         return
     await answer_in_thread(services, client, Ask.from_event(body, event, context, text=text,
@@ -75,7 +76,8 @@ async def _on_escalation_reply(services: SlackServices, client: AsyncWebClient, 
                                event: dict[str, Any], escalation: EscalationRecord) -> None:
     """A person answered in the escalation thread: relay it to the user, once."""
     user_id, ts = str(event["user"]), str(event["ts"])
-    text = str(event.get("text") or "").strip()
+    # A person handling the escalation: their mentions and links stay live when relayed (bot/slack/text.py).
+    text = decode(str(event.get("text") or ""), keep_people=True).strip()
     if not text or not await first_delivery(services.core, *event_keys(body, event)):
         return
     scope = await services.identity.resolve(user_id, event_team_id=event.get("user_team") or event.get("team"))

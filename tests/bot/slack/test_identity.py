@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from bot.slack.app import build_web_client
 from bot.slack.identity import IdentityResolver
-from store.access import AccessPolicy
+from store.access import RELOAD_CHECK_S, AccessPolicy
 from tests.bot.conftest import BOB, TEAM, Cairn
 from tests.conftest import SAMPLE_ACCESS, make_settings
 from tests.fake_slack import FakeSlack
@@ -100,3 +101,28 @@ async def test_external_user_gets_customer_scope_end_to_end(cairn: Cairn) -> Non
     turn = (await cairn.services.conversations.list_turns(
         session_id=f"slack:{TEAM}:C0SHARED:1699999000.000100"))[-1]
     assert turn.user_id == "U0EXT" and turn.route == "escalate"
+
+
+async def test_the_tenant_comes_from_the_users_own_team_not_the_events(resolver, fake_slack: FakeSlack) -> None:
+    identity, _ = resolver
+    fake_slack.add_user("U0HANK", name="hank", team_id="T0HARBOR")  # listed under harbor in the access file
+    scope = await identity.resolve("U0HANK", event_team_id=TEAM)  # the event happened in larkspur's workspace
+    assert (scope.tenant_id, scope.audience, scope.display_name) == ("harbor", "staff", "hank")
+
+
+async def test_removing_a_group_in_the_access_file_applies_to_the_next_question(fake_slack: FakeSlack,
+                                                                                tmp_path) -> None:
+    access_file = tmp_path / "access.yml"
+    access_file.write_text(SAMPLE_ACCESS.read_text())
+    settings = make_settings(tmp_path, SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=fake_slack.url)
+    clock = Clock()
+    access = AccessPolicy.load(access_file)
+    identity = IdentityResolver(access=access, client=build_web_client(settings), ttl_s=600, clock=clock)
+    assert "finance" in (await identity.resolve("U0ALICE", event_team_id=TEAM)).groups
+    access_file.write_text(SAMPLE_ACCESS.read_text().replace("groups: [everyone, finance]}", "groups: [everyone]}"))
+    await asyncio.sleep(RELOAD_CHECK_S + 0.1)  # the server looks at the file once a second
+    scope = await identity.resolve("U0ALICE", event_team_id=TEAM)
+    assert scope.groups == frozenset({"everyone"}) and access.generation == 1
+    access_file.write_text("users: [not, a, mapping")  # a broken edit keeps the last good file
+    await asyncio.sleep(RELOAD_CHECK_S + 0.1)
+    assert (await identity.resolve("U0ALICE", event_team_id=TEAM)).groups == frozenset({"everyone"})

@@ -16,10 +16,11 @@ from bot.slack.constants import (
     parse_session_id,
     session_id_for,
 )
-from bot.slack.views import build_answer, build_escalation_root, build_home, render_citations, source_label
+from bot.slack.escalation_views import build_escalation_root
+from bot.slack.views import build_answer, build_home, render_citations, source_label
 from store.records import EscalationRecord
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TRAVEL = {"chunk_id": "acme:finance/travel:v3:0007", "title": "Travel and Expenses Policy", "version": "v3",
           "page": None, "heading": "Travel and Expenses Policy > Hotels"}
 CODE = {"chunk_id": "acme:hr/code:v1:0002", "title": "Code of Conduct", "version": "v1", "page": 4,
@@ -91,12 +92,13 @@ def test_session_ids_round_trip() -> None:
 def test_manifest_installs_what_the_listeners_need() -> None:
     manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
-    assert {"app_mentions:read", "chat:write", "im:history", "im:read", "im:write", "channels:history",
-            "groups:history", "users:read", "usergroups:read", "files:read", "reactions:write",
-            "commands"} <= scopes
+    assert {"app_mentions:read", "chat:write", "im:history", "im:write", "mpim:history", "mpim:read",
+            "channels:history", "channels:read", "groups:history", "groups:read", "users:read", "usergroups:read",
+            "files:read", "files:write", "reactions:write", "commands"} == scopes
     settings = manifest["settings"]
     assert set(settings["event_subscriptions"]["bot_events"]) == {
-        "app_mention", "message.im", "message.channels", "message.groups", "app_home_opened", "file_shared"}
+        "app_mention", "message.im", "message.channels", "message.groups", "message.mpim", "app_home_opened",
+        "file_shared"}
     shortcuts = {s["callback_id"]: s["type"] for s in manifest["features"]["shortcuts"]}
     assert shortcuts == {CALLBACK_WHY_THIS_ANSWER: "message", CALLBACK_UPLOAD_SHORTCUT: "global"}
     assert "upload" in manifest["features"]["slash_commands"][0]["usage_hint"]

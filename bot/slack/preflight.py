@@ -1,0 +1,104 @@
+"""What the Slack app needs before anyone asks: a valid bot token, the manifest's scopes, and membership
+of every channel Cairn posts to. `cairn doctor` prints these checks; `cairn serve` logs them at start and
+`/readyz` reports them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.settings import Settings
+from store.access import AccessPolicy
+
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "warn", "fail"]
+
+# The bot scopes manifest.yml asks for, and what each is for (a test keeps the two in step).
+REQUIRED_SCOPES = {
+    "app_mentions:read": "@mentions", "chat:write": "posting answers and escalations",
+    "im:history": "DMs", "im:write": "opening DMs", "mpim:history": "group DMs", "mpim:read": "group DM members",
+    "channels:history": "threads in public channels", "channels:read": "who reads a public channel",
+    "groups:history": "threads in private channels", "groups:read": "who reads a private channel",
+    "users:read": "guests and workspaces", "usergroups:read": "Slack user groups", "files:read": "uploads",
+    "files:write": "the digest chart", "reactions:write": "the ✅ on relayed replies", "commands": "/cairn",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "detail": self.detail}
+
+
+def channels_to_check(settings: Settings, access: AccessPolicy) -> dict[str, str]:
+    """Every channel Cairn posts to → why."""
+    wanted: dict[str, str] = {}
+    if settings.escalation_channel:
+        wanted[settings.escalation_channel] = "CAIRN_ESCALATION_CHANNEL"
+    for tenant in sorted(access.tenants):
+        channel = access.digest_channel_for(tenant, fallback=settings.digest_channel)
+        if channel:
+            wanted.setdefault(channel, f"digest of {tenant}")
+    for owner in access.owners:
+        if owner.channel:
+            wanted.setdefault(owner.channel, f"owner channel of {owner.user}")
+    for channel in settings.ask_channels:
+        wanted.setdefault(channel, "CAIRN_ASK_CHANNELS")
+    return wanted
+
+
+async def slack_checks(client: AsyncWebClient, settings: Settings, access: AccessPolicy) -> list[Check]:
+    """The token, its scopes, and each channel Cairn posts to; never raises."""
+    checks: list[Check] = []
+    if not settings.escalation_channel:
+        checks.append(Check("escalation channel", "warn", "CAIRN_ESCALATION_CHANNEL is not set: escalations go "
+                                                           "to the admins' DMs, or wait in `cairn escalations`"))
+    try:
+        auth = await client.auth_test()
+    except SlackApiError as exc:
+        return [*checks, Check("bot token", "fail", f"auth.test refused it: {exc.response.get('error')}")]
+    checks.append(Check("bot token", "ok", f"{auth.get('user')} in {auth.get('team')} ({auth.get('team_id')})"))
+    granted = {s.strip() for s in str((auth.headers or {}).get("x-oauth-scopes", "")).split(",") if s.strip()}
+    missing = sorted(set(REQUIRED_SCOPES) - granted)
+    if not granted:
+        checks.append(Check("scopes", "warn", "Slack did not say which scopes the token has"))
+    elif missing:
+        needs = ", ".join(f"{s} ({REQUIRED_SCOPES[s]})" for s in missing)
+        checks.append(Check("scopes", "fail", f"missing {needs}: reinstall the app from manifest.yml"))
+    else:
+        checks.append(Check("scopes", "ok", "every scope manifest.yml asks for"))
+    for channel, why in channels_to_check(settings, access).items():
+        checks.append(await _channel_check(client, channel, why))
+    return checks
+
+
+async def _channel_check(client: AsyncWebClient, channel: str, why: str) -> Check:
+    name = f"channel {channel}"
+    if channel.startswith("#"):
+        return Check(name, "warn", f"{why}: named, not an id; Cairn cannot check it. Invite the bot "
+                                   "(/invite @Cairn) or write its id (C…) instead")
+    try:
+        info = (await client.conversations_info(channel=channel)).get("channel") or {}
+    except SlackApiError as exc:
+        return Check(name, "fail", f"{why}: {exc.response.get('error')} (does it exist? is the bot invited?)")
+    if info.get("is_archived"):
+        return Check(name, "fail", f"{why}: archived")
+    if not info.get("is_member") and not info.get("is_im"):
+        return Check(name, "fail", f"{why}: the bot is not a member; run /invite @Cairn there")
+    return Check(name, "ok", why)
+
+
+def log_checks(checks: list[Check]) -> None:
+    for check in checks:
+        level = logging.INFO if check.status == "ok" else logging.WARNING
+        log.log(level, "slack preflight %s: %s: %s", check.status, check.name, check.detail)

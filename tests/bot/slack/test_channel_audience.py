@@ -1,0 +1,59 @@
+"""Who may read what is posted: an answer in a channel is read by every member, so it uses only what all
+of them may read; the asker alone is told where to get a fuller answer. DMs keep the asker's scope."""
+
+from __future__ import annotations
+
+from tests.bot.conftest import ESCALATION_CHANNEL, Cairn
+
+CAR = "What is the monthly car allowance for executives in London?"
+ERIN = "U0ERIN"  # an executive: may read the confidential executive allowances
+
+
+async def test_an_executives_question_in_a_public_channel_gets_only_everyone_content(cairn: Cairn) -> None:
+    await cairn.event(cairn.mention(CAR, user=ERIN, channel="C0GENERAL"))
+    reply = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "C0GENERAL")
+    await cairn.settle()
+    assert "900" not in reply.text and "Executive Allowances" not in reply.text
+    hint = cairn.fake.calls_to("chat.postEphemeral", lambda c: c.params.get("user") == ERIN)
+    assert hint and "direct messages" in hint[0].text
+
+
+async def test_the_same_question_in_a_dm_uses_the_askers_own_scope(cairn: Cairn) -> None:
+    await cairn.event(cairn.message(CAR, user=ERIN, channel="D0ERIN"))
+    reply = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "D0ERIN")
+    assert "900" in reply.text and "Executive Allowances" in reply.text
+    assert not cairn.fake.calls_to("chat.postEphemeral")
+
+
+async def test_a_private_channel_answers_from_what_every_member_may_read(cairn: Cairn) -> None:
+    cairn.fake.channels["G0EXEC"] = {"is_private": True}
+    cairn.fake.members["G0EXEC"] = [ERIN, "U0OLIVIA", cairn.fake.bot_user_id]  # both may read executive documents
+    await cairn.event(cairn.mention(CAR, user=ERIN, channel="G0EXEC"))
+    reply = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "G0EXEC")
+    assert "900" in reply.text
+
+    cairn.fake.channels["G0MIXED"] = {"is_private": True}
+    cairn.fake.members["G0MIXED"] = [ERIN, "U0BOB"]  # Bob may not
+    await cairn.event(cairn.mention(CAR, user=ERIN, channel="G0MIXED"))
+    mixed = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "G0MIXED")
+    assert "900" not in mixed.text
+
+
+async def test_a_shared_channel_answers_for_the_customer_audience(cairn: Cairn) -> None:
+    cairn.fake.channels["C0PARTNERS"] = {"is_ext_shared": True, "is_shared": True}
+    await cairn.event(cairn.mention("What is the per diem for meals?", user="U0BOB", channel="C0PARTNERS"))
+    reply = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "C0PARTNERS")
+    assert "[1]" not in reply.text  # the travel policy is for staff, not customers
+
+
+async def test_an_escalation_thread_never_quotes_a_restricted_answer_outside_its_owner_channel(cairn: Cairn) -> None:
+    cairn.fake.reject_channel("#finance-policy", "not_in_channel")  # so the thread opens in the general channel
+    ask = cairn.message(CAR, user=ERIN, channel="D0ERIN")
+    await cairn.event(ask)
+    answer = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "D0ERIN")
+    assert "900" in answer.text
+    await cairn.settle()
+    await cairn.event(cairn.message("I want to talk to a person.", user=ERIN, channel="D0ERIN", thread_ts=ask["ts"]))
+    root = await cairn.fake.wait_for("chat.postMessage", lambda c: c.channel == ESCALATION_CHANNEL)
+    assert "900" not in root.text and "Car Allowance" not in root.text
+    assert "answer left out" in root.text and CAR in root.text  # the asker's own words stay
