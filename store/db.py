@@ -227,6 +227,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE ingest_jobs ADD COLUMN lease_holder TEXT;
     """,
+    # The same answer sentences in the multilingual space, for Arabic questions about English chunks.
+    """
+    ALTER TABLE answer_vectors ADD COLUMN ml_dim INTEGER;
+    ALTER TABLE answer_vectors ADD COLUMN ml_vecs BLOB;
+    """,
 )
 
 

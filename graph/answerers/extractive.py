@@ -136,7 +136,9 @@ class ExtractiveAnswerer:
     async def _scores(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                       multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
         if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
-            exact, approx = await self._stored(passages, DENSE_SIZES[DENSE_ML]), {}
+            exact = {**await self._prepared(passages, multilingual=True),
+                     **await self._stored(passages, DENSE_SIZES[DENSE_ML])}
+            approx: dict[str, np.ndarray] = {}
         else:
             exact = await self._prepared(passages)
             approx = {} if all(s.scored_text in exact for s in sentences) else \
@@ -150,9 +152,12 @@ class ExtractiveAnswerer:
         return await _by_text(self.stored_vectors, passages, texts="sentences", vecs="sentence_vecs",
                               dim="sent_dim", want=dim)
 
-    async def _prepared(self, passages: Sequence[Passage]) -> dict[str, np.ndarray]:
-        """Standalone MiniLM vectors of these passages' candidate sentences, where the background
-        preparation (`prepare_answer_vectors`) has already stored them."""
+    async def _prepared(self, passages: Sequence[Passage], *, multilingual: bool = False) -> dict[str, np.ndarray]:
+        """Standalone MiniLM (or multilingual) vectors of these passages' candidate sentences, where
+        the background preparation (`prepare_answer_vectors`) has already stored them."""
+        if multilingual:
+            return await _by_text(self.prepared_vectors, passages, texts="texts", vecs="ml_vecs", dim="ml_dim",
+                                  want=DENSE_SIZES[DENSE_ML])
         return await _by_text(self.prepared_vectors, passages, texts="texts", vecs="vecs", dim="dim",
                               want=DENSE_SIZES[DENSE])
 
@@ -215,7 +220,7 @@ async def _by_text(load: StoredVectors | None, passages: Sequence[Passage], *, t
         return {}
     out: dict[str, np.ndarray] = {}
     for row in (await load([p.chunk_id for p in passages])).values():
-        matrix = unpack_vectors(row[vecs], row[dim]) if row[dim] == want else None
+        matrix = unpack_vectors(row[vecs], row[dim]) if row[dim] == want and row[vecs] else None
         keys = json.loads(row[texts])
         if matrix is not None and len(matrix) == len(keys):
             out.update(zip(keys, matrix, strict=True))
@@ -243,18 +248,30 @@ async def prepare_answer_vectors(catalog: Any, embedder: Any, *, limit: int = 64
     ranking); the answerer's choice of sentence needs standalone ones, which cost ~4 ms a
     sentence. The server prepares them after publication, a batch at a time, so turns on
     prepared chunks encode nothing but the question."""
-    pending = await catalog.chunks_without_answer_vectors(limit=limit, chunk_ids=chunk_ids)
+    multilingual = bool(getattr(embedder, "multilingual", False))
+    pending = await catalog.chunks_without_answer_vectors(limit=limit, chunk_ids=chunk_ids,
+                                                          multilingual=multilingual)
     if not pending:
         return 0
     texts = [list(dict.fromkeys(s.scored_text for s in _candidates(text))) for _, text in pending]
     flat = [t for group in texts for t in group]
     vecs = await asyncio.to_thread(embedder.encode_standalone, flat) if flat else np.zeros((0, DENSE_SIZES[DENSE]))
+    # An Arabic question about an English chunk compares in the multilingual space: without these it
+    # encodes every candidate sentence with USE at question time (most of an Arabic turn).
+    ml = None
+    if multilingual:
+        ml = await asyncio.to_thread(embedder.encode_multilingual, flat) if flat else \
+            np.zeros((0, DENSE_SIZES[DENSE_ML]))
     rows, at = [], 0
     for (chunk_id, _), group in zip(pending, texts, strict=True):
         block = np.asarray(vecs[at:at + len(group)], dtype=np.float16)
+        row: dict[str, object] = {"chunk_id": chunk_id, "texts": json.dumps(group, ensure_ascii=False),
+                                  "dim": DENSE_SIZES[DENSE], "vecs": block.tobytes()}
+        if ml is not None:
+            row |= {"ml_dim": DENSE_SIZES[DENSE_ML],
+                    "ml_vecs": np.asarray(ml[at:at + len(group)], dtype=np.float16).tobytes()}
         at += len(group)
-        rows.append({"chunk_id": chunk_id, "texts": json.dumps(group, ensure_ascii=False),
-                     "dim": DENSE_SIZES[DENSE], "vecs": block.tobytes()})
+        rows.append(row)
     await catalog.store_answer_vectors(rows=rows)
     return len(rows)
 
