@@ -11,7 +11,10 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
 - qualifiers from a short list of words that change who or what a rule is for (contractor,
   intern, part-time, wholesale, sick, pet, …);
 - section words: a word of the question that heads a section of the passages retrieved ("Sick
-  Leave", "Carry-Over"): the collection has a section about it, so it is what was asked about.
+  Leave", "Carry-Over"): the collection has a section about it, so it is what was asked about;
+- years and decades ("the 2024 rate", "in the 1970s"): a passage about another year answers
+  another question. (Other numbers in a question are usually the asker's situation — "an 18
+  dollar taxi", "a 12-hour flight" — and are not looked for.)
 
 One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
 best) must contain every distinguishing term (or an alias or a
@@ -53,6 +56,7 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
 _CATCH_ALL = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
                         r"all (?:staff|employees|offices|countries|locations)|everyone|every employee)\b",
                         re.IGNORECASE)
+_YEAR = re.compile(r"(?:1[5-9]|20)\d\d(?:s|'s|’s)?|(?:1[5-9]|20)\d0s")
 # A sub-heading kept as a line of the chunk text ("Carry-Over", "Booking Leave").
 _SUBHEADING = re.compile(r"[A-Z][\w'’&/ -]{2,50}(?<![.!?:;,])")
 _GENERIC_HEADING = frozenset(features.stem(w) for w in (
@@ -120,6 +124,8 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
             place = features.places(part, widen=True)
             if place:
                 out[word] = frozenset(place)
+            elif _YEAR.fullmatch(part):
+                out[word] = frozenset({term})  # "1970s" and "1970" are one term
             elif (low in named and word[:1].isupper()) or term in QUALIFIERS or term in sections:
                 out[word] = frozenset({term, *EQUIVALENTS.get(term, ())})
     return out

@@ -1,0 +1,108 @@
+"""The cheap readings of a question and a sentence that steer answer selection and the gate on
+what was asked (graph/answerers/features.py, graph/coverage.py): pure functions, no model."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from graph.answerers import features
+from graph.coverage import find_gap
+from retrieval.search import Passage
+
+
+def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: str = "Leave Policy",
+            score: float = 0.6, doc: str = "hr/leave", lang: str = "en") -> Passage:
+    return Passage(chunk_id=f"t:{doc}:v1:0000", doc_id=doc, version="v1", title=title, source_path=f"{doc}.md",
+                   page=None, heading=heading, text=f"{heading}\n{text}", score=score, rrf=0.03, owner=None,
+                   policy_id=None, lang=lang)
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How many days of annual leave do I get?", "quantity"),
+    ("What is the nightly hotel limit in London?", "quantity"),
+    ("From which day of sick leave do I need a certificate?", "quantity"),
+    ("By when must I use carried-over leave?", "when"),
+    ("What are our core hours?", "when"),
+    ("Who has to approve a refund over $500?", "who"),
+    ("Can I book premium economy?", "rule"),
+    ("كم يومًا إجازة الحج؟", "quantity"),
+    ("Tell me about the parking rules", None),
+])
+def test_the_kind_of_answer_a_question_wants(question: str, kind: str | None) -> None:
+    assert features.answer_kind(question) == kind
+
+
+def test_a_sentence_of_the_wrong_kind_loses_and_one_of_the_right_kind_gains() -> None:
+    assert features.kind_score("quantity", "From the 4th day you need a medical certificate.") > 0
+    assert features.kind_score("quantity", "Sick leave is never deducted from annual leave.") < 0
+    assert features.kind_score("quantity", "Finance reviews the rate in our four office locations.") < 0
+    assert features.kind_score("when", "Carried-over days must be used by 31 March.") > 0
+
+
+@pytest.mark.parametrize(("sentence", "old"), [
+    ("This notice supersedes the mileage rate in the Travel Policy, which set a rate of USD 0.58.", True),
+    ("A journey driven in June is still paid at the previous rate.", True),
+    ("From 1 July 2099, staff are reimbursed at USD 0.70 per mile.", True),
+    ("From 1 July 2026, staff are reimbursed at USD 0.62 per mile.", False),
+    ("Staff are reimbursed at USD 0.62 per mile.", False),
+])
+def test_a_superseded_or_future_value_is_history(sentence: str, old: bool) -> None:
+    assert features.is_history(sentence, today=date(2026, 12, 1)) is old
+
+
+def test_places_match_by_country_but_one_city_never_stands_for_another() -> None:
+    assert features.places("What is the per diem in Riyadh?", widen=True) >= {"country:saudi arabia"}
+    assert "country:saudi arabia" in features.places("SAR 280 in Saudi Arabia")
+    assert features.places("UK customers") == features.places("customers in the United Kingdom")
+    assert not features.places("Boston | USD 250") & features.places("a trip to Denver", widen=True)
+
+
+def test_rare_question_words_weigh_more_than_shared_ones() -> None:
+    sentences = [features.tokens(s) for s in (
+        "MFA is required on every account.", "Use the authenticator app for MFA.",
+        "Everyone in Finance must use a hardware key for MFA.")]
+    weights = features.term_weights(features.tokens("Which MFA must people in Finance use?"), sentences)
+    assert weights["finance"] > weights["mfa"]
+
+
+CARRY = passage("Carry-Over\nYou may carry over up to 5 days of unused annual leave into the next leave year.")
+SICK = passage("You may take up to 10 days of paid sick leave per leave year.", heading="Leave Policy > Sick Leave",
+               score=0.42, doc="hr/leave-sick")
+OFFICES = passage("Offices are open 07:00 to 20:00 in Boston, London, Dubai and Riyadh.",
+                  heading="Facilities > Opening Hours", title="Facilities", doc="ops/facilities")
+HOTELS = passage("City | Nightly limit\nBoston | USD 250\nAny other city | USD 180", heading="Travel > Hotels",
+                 title="Travel", doc="finance/travel")
+FLIGHTS = passage("For flights of 6 hours or more, you may book premium economy.", heading="Travel > Flights",
+                  title="Travel", doc="finance/travel")
+
+
+@pytest.mark.parametrize(("question", "passages", "missing"), [
+    ("Can I carry over unused sick days to next year?", [CARRY, SICK], ("sick",)),
+    ("Do I get bereavement leave if my pet dies?",
+     [passage("Family bereavement: 5 days.", heading="Leave Policy > Bereavement Leave")], ("pet",)),
+    ("What are the opening hours of the Tokyo office?", [OFFICES], ("Tokyo",)),
+    ("What was the carry-over limit in 2019?", [CARRY], ("2019",)),
+])
+def test_a_near_miss_names_what_the_evidence_lacks(question: str, passages: list[Passage],
+                                                   missing: tuple[str, ...]) -> None:
+    gap = find_gap(question, passages, min_score=0.3)
+    assert gap is not None and gap.missing == missing
+
+
+@pytest.mark.parametrize(("question", "passages"), [
+    ("How many days of annual leave can I carry over?", [CARRY, SICK]),
+    ("can i roll my unused holiday into next yr?", [CARRY]),  # holiday = leave
+    ("What is the hotel limit in Paris?", [HOTELS]),  # "any other city"
+    ("My flight to Dubai is 12 hours. Can I book premium economy?", [FLIGHTS]),  # the rule names no place
+    ("What are the opening hours of the London office?", [OFFICES]),
+])
+def test_answerable_questions_pass_the_gate(question: str, passages: list[Passage]) -> None:
+    assert find_gap(question, passages, min_score=0.3) is None
+
+
+def test_the_gate_reads_english_only() -> None:
+    arabic = passage("يحق لك ترحيل 5 أيام.", heading="سياسة الإجازات", title="سياسة الإجازات", lang="ar")
+    assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [arabic], min_score=0.3) is None
+    assert find_gap("Can I carry over unused sick days?", [CARRY], min_score=0.9) is None  # nothing fit to quote
