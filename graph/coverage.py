@@ -7,7 +7,9 @@ the annual-leave carry-over, "bereavement leave when my *pet* dies" the family b
 no passage fit to answer contains. The words that count, *distinguishing terms*, are:
 
 - places and names: a city, a country or another capitalised name in the question ("Tokyo",
-  "Sourcegraph"); a passage with a catch-all ("any other city", "all staff") covers any of them;
+  "Sourcegraph"), or a word the passages always write as a name, however the question spells it
+  ("at gitlab", "37signals people"); a passage with a catch-all ("any other city", "all staff")
+  covers any place or name;
 - qualifiers from a short list of words that change who or what a rule is for (contractor,
   intern, part-time, wholesale, sick, pet, …);
 - section words: a word of the question that heads a section of the passages retrieved ("Sick
@@ -112,7 +114,7 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
         for line in lines:
             sections |= features.tokens(line.replace(">", " ").replace("-", " "))
     sections -= _GENERIC_HEADING
-    named = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)}
+    named = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)} | _collection_names(passages)
     out: dict[str, frozenset[str]] = {}
     for word in re.findall(r"[\w'-]+", question):
         low = word.lower().replace("'s", "")
@@ -126,9 +128,29 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
                 out[word] = frozenset(place)
             elif _YEAR.fullmatch(part):
                 out[word] = frozenset({term})  # "1970s" and "1970" are one term
-            elif (low in named and word[:1].isupper()) or term in QUALIFIERS or term in sections:
+            elif low in named or term in QUALIFIERS or term in sections:
                 out[word] = frozenset({term, *EQUIVALENTS.get(term, ())})
     return out
+
+
+_WORD = re.compile(r"[\w'’-]+")
+_BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpot, 37signals
+
+
+def _collection_names(passages: Sequence[Passage]) -> set[str]:
+    """Words the passages write as names: a brand spelling (GitLab, 37signals), or a word written
+    capitalised at every one of its (at least two) occurrences inside sentences (Sourcegraph)."""
+    seen: dict[str, list[bool]] = {}
+    brands: set[str] = set()
+    for p in passages:
+        for sentence in re.split(r"(?<=[.!?:;])\s+|\n", body_of(p.text)):
+            for i, word in enumerate(_WORD.findall(sentence)):
+                if _BRAND.fullmatch(word):
+                    brands.add(word.lower())
+                if i and word[:1].isalpha() and word.isascii():
+                    seen.setdefault(word.lower(), []).append(word[:1].isupper())
+    always = {w for w, caps in seen.items() if len(caps) >= 2 and all(caps)}
+    return {w for w in brands | always if features.tokens(w)}
 
 
 def _covered(terms: frozenset[str], have: set[str]) -> bool:
