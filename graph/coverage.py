@@ -51,7 +51,7 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "holiday": "leave vacation annual pto", "vacation": "leave holiday annual pto", "pto": "leave holiday",
         "doctor": "medical physician", "note": "certificate",
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
-        "boss": "manager", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
+        "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
     }.items()}
 # A passage with one of these covers any place or population the question names.
@@ -128,7 +128,7 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
                 out[word] = frozenset(place)
             elif _YEAR.fullmatch(part):
                 out[word] = frozenset({term})  # "1970s" and "1970" are one term
-            elif low in named or term in QUALIFIERS or term in sections:
+            elif low in named or term in QUALIFIERS or term in sections or EQUIVALENTS.get(term, set()) & sections:
                 out[word] = frozenset({term, *EQUIVALENTS.get(term, ())})
     return out
 
