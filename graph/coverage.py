@@ -63,7 +63,10 @@ _YEAR = re.compile(r"(?:1[5-9]|20)\d\d(?:s|'s|’s)?|(?:1[5-9]|20)\d0s")
 _SUBHEADING = re.compile(r"[A-Z][\w'’&/ -]{2,50}(?<![.!?:;,])")
 _GENERIC_HEADING = frozenset(features.stem(w) for w in (
     "policy policies guide standards overview summary introduction general principles questions faq "
-    "related documents contents section other getting help team company staff our your".split()))
+    "related documents contents section other getting help team company staff our your time off day days "
+    "week weeks month months year years last first next new old more about work working member members "
+    "people process request requests information details notes how what when where who which need needs "
+    "before after during start end get make take use using".split()))
 
 
 # The passages an answer would quote from: the best one and those nearly as good.
@@ -113,7 +116,7 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
         lines += [line for line in body_of(p.text).splitlines() if _SUBHEADING.fullmatch(line.strip())]
         for line in lines:
             sections |= features.tokens(line.replace(">", " ").replace("-", " "))
-    sections -= _GENERIC_HEADING
+    sections = {t for t in sections - _GENERIC_HEADING if not t.isdigit()}
     named = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)} | _collection_names(passages)
     out: dict[str, frozenset[str]] = {}
     for word in re.findall(r"[\w'-]+", question):

@@ -66,8 +66,13 @@ for _country, _names in _PLACES.items():
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|far|soon|often|high|big)|what (?:is|are|'s) the (?:\w+ ){0,3}"
     r"(?:limit|rate|allowance|amount|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
-    r"which day|what percentage|how many days)\b|كم|ما (?:هو|هي) (?:الحد|المبلغ|البدل|النسبة|قيمة)",
+    r"which day|what (?:percentage|amount|sum|share)|how many days)\b|كم|ما (?:هو|هي) (?:الحد|المبلغ|البدل|النسبة|قيمة)",
     re.IGNORECASE)
+_HOW_OFTEN = re.compile(r"\bhow often\b|\bhow frequently\b|\bhow many times\b|كم مرة", re.IGNORECASE)
+_FREQUENCY = re.compile(r"\b(?:every|each|per|a|an)\s+(?:\w+\s)?(?:day|week|month|quarter|year|fiscal|calendar|"
+                        r"business|working)|\b(?:daily|weekly|fortnightly|monthly|quarterly|annually|yearly|"
+                        r"biannually|once|twice|times)\b|\d+\s*(?:times|x)\b|كل|مرة|مرتين|سنويًا|شهريًا",
+                        re.IGNORECASE)
 _WHEN = re.compile(r"\b(?:when|until when|by when|what date|what time|which date|deadline|how soon|"
                    r"(?:opening|office|core|working|business) hours)\b|متى|ساعات|موعد",
                    re.IGNORECASE)
@@ -156,9 +161,11 @@ def names(question: str) -> set[str]:
 
 
 def answer_kind(question: str) -> str | None:
-    """What kind of sentence answers the question: quantity, when, who, rule, or None."""
+    """What kind of sentence answers the question: quantity, frequency, when, who, rule, or None."""
     if _WHO.search(question):
         return "who"
+    if _HOW_OFTEN.search(question):
+        return "frequency"
     if _QUANTITY.search(question):
         return "quantity"
     if _WHEN.search(question):
@@ -171,6 +178,8 @@ def answer_kind(question: str) -> str | None:
 def kind_score(kind: str | None, sentence: str) -> float:
     if kind == "quantity":
         return TYPE_BONUS if _DIGIT.search(sentence) or _NUMBER_WORD.search(sentence) else -TYPE_PENALTY
+    if kind == "frequency":  # "each fiscal quarter", "twice a year", "every 90 days"
+        return TYPE_BONUS if _FREQUENCY.search(sentence) else -TYPE_PENALTY
     if kind == "when":  # a date, a time or a period: digits or named days; "within", "before" say less
         if _DIGIT.search(sentence) or _CALENDAR.search(sentence):
             return TYPE_BONUS
