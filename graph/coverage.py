@@ -58,6 +58,9 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
 _CATCH_ALL = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
                         r"all (?:staff|employees|offices|countries|locations)|everyone|every employee)\b",
                         re.IGNORECASE)
+# "I joined in 2022": the asker's situation, not the year a rule is asked for.
+_SITUATION_YEAR = re.compile(r"\b(?:I|I've|I'm|we|my)\b[^.?!,;]{0,30}?\b(?:in|since|from)\s+((?:19|20)\d\d)\b",
+                             re.IGNORECASE)
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d(?:s|'s|’s)?|(?:1[5-9]|20)\d0s")
 # A sub-heading kept as a line of the chunk text ("Carry-Over", "Booking Leave").
 _SUBHEADING = re.compile(r"[A-Z][\w'’&/ -]{2,50}(?<![.!?:;,])")
@@ -66,7 +69,8 @@ _GENERIC_HEADING = frozenset(features.stem(w) for w in (
     "related documents contents section other getting help team company staff our your time off day days "
     "week weeks month months year years last first next new old more about work working member members "
     "people process request requests information details notes how what when where who which need needs "
-    "before after during start end get make take use using".split()))
+    "before after during start end get make take use using keep find know ask apply check contact choose "
+    "go going come see look want like does done".split()))
 
 
 # The passages an answer would quote from: the best one and those nearly as good.
@@ -117,7 +121,14 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
         for line in lines:
             sections |= features.tokens(line.replace(">", " ").replace("-", " "))
     sections = {t for t in sections - _GENERIC_HEADING if not t.isdigit()}
-    named = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)} | _collection_names(passages)
+    # A capitalised word of the question is a name that matters when the passages know it (GitLab in
+    # a tenant of several companies); one none of them uses ("MacBook", "BitTorrent") is usually an
+    # instance of what a rule covers in general (a laptop, file sharing).
+    known = _collection_names(passages)
+    vocabulary = set().union(*(features.tokens(p.text) for p in passages))
+    named = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)
+             if features.tokens(w) & vocabulary} | known
+    situational = {m.group(1) for m in _SITUATION_YEAR.finditer(question)}
     out: dict[str, frozenset[str]] = {}
     for word in re.findall(r"[\w'-]+", question):
         low = word.lower().replace("'s", "")
@@ -129,7 +140,7 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
             place = features.places(part, widen=True)
             if place:
                 out[word] = frozenset(place)
-            elif _YEAR.fullmatch(part):
+            elif _YEAR.fullmatch(part) and part not in situational:
                 out[word] = frozenset({term})  # "1970s" and "1970" are one term
             elif low in named or term in QUALIFIERS or term in sections or EQUIVALENTS.get(term, set()) & sections:
                 out[word] = frozenset({term, *EQUIVALENTS.get(term, ())})
