@@ -29,7 +29,8 @@ from store.disk import LowDiskError
 from store.document_options import SENSITIVITIES, policy_id_problem
 from store.jobs import FINAL_STATES, Jobs
 
-OK_STATUSES = {"published", "scheduled", "unchanged", "queued"}
+# "queued" is not among them: a file left queued is work undone, and the exit status says so.
+OK_STATUSES = {"published", "scheduled", "unchanged"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -155,8 +156,22 @@ async def ingest(args: argparse.Namespace, settings: Settings) -> int:
                 except LowDiskError as exc:
                     raise CommandError(f"{exc}. The files stay queued: the next `cairn ingest` of them or "
                                        "`cairn serve` ingests them once space is free.") from exc
-            outcomes = [results.get(o.job_id, o) if o.job_id else o for o in submitted]
+            outcomes = [results.get(o.job_id) or await _not_run(services.jobs, o) if o.job_id else o
+                        for o in submitted]
     return _report(outcomes, as_json=args.json)
+
+
+async def _not_run(jobs: Jobs, outcome: FileOutcome) -> FileOutcome:
+    """A submitted file this run did not ingest: its job's state, and why."""
+    job = await jobs.get(job_id=outcome.job_id or "")
+    if job is None:
+        return outcome
+    if job.state in (*FINAL_STATES, "failed"):
+        return FileOutcome(path=outcome.path, doc_id=job.doc_id, status=job.outcome or job.state,
+                           version=job.version, message=job.last_error, job_id=job.job_id)
+    return FileOutcome(path=outcome.path, doc_id=job.doc_id, status="queued", job_id=job.job_id,
+                       message="not ingested: another live worker is running this job; run the same "
+                               "`cairn ingest` again once it has finished")
 
 
 async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Planned],
