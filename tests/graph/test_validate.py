@@ -205,3 +205,13 @@ async def test_the_validate_node_fact_checks_an_extractive_draft_and_removes_it(
     # the title, heading, version and effective date the answerer was shown count as sent text
     dated = await validate(state(f"The travel policy is effective from 1 January 2025 [{A}]."))
     assert dated["validation"]["ok"], dated["validation"]
+
+
+def test_a_quotation_is_one_sentence_up_to_its_closing_mark() -> None:
+    quoted = f"According to the Travel Policy: “The limit is GBP 210. Spa charges are personal.” [{A}]"
+    assert segment(quoted) == [quoted]
+    assert validate_answer(quoted, SENT, texts=TEXTS).ok
+    arabic = f"وفقًا لـ«سياسة الإجازات»: «يستحق الموظف 25 يومًا. تبدأ السنة في يناير.» [{B}]"
+    assert validate_answer(arabic, SENT, texts=TEXTS).ok
+    # after the quote closes, a new sentence needs its own citation
+    assert not validate_answer(f"“London is GBP 210.” [{A}] Spa visits are always reimbursed.", SENT).ok
