@@ -26,6 +26,7 @@ import uvicorn
 from bot.services import Services, server_file
 from bot.settings import Settings
 from bot.slack.job_status import JobStatusNotifier
+from bot.slack.preflight import log_checks, slack_checks
 from graph.answerers.extractive import prepare_answer_vectors
 from store.disk import LowDiskError
 
@@ -133,6 +134,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+async def preflight(settings: Settings, services: Services, slack_app: Any, http_app: Any) -> None:
+    """What the installation lacks (scopes, channels the bot is not in), said once at start: in the log and
+    on /readyz, rather than when the first escalation or digest is refused."""
+    checks = await slack_checks(slack_app.client, settings, services.access)
+    log_checks(checks)
+    http_app.state.cairn.slack_problems = [f"{c.name}: {c.detail}" for c in checks if c.status != "ok"]
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: serve() installs one handler for the whole process."""
 
@@ -161,6 +170,8 @@ async def run_server(settings: Settings, services: Services, *, mode: str | None
     # log_config=None: the CLI configured logging; uvicorn must not replace it.
     server = _Server(uvicorn.Config(http_app, host=host, port=port, log_config=None, lifespan="on"))
     notifier = JobStatusNotifier(client=slack_app.client, jobs=services.jobs) if slack_app else None
+    if slack_app is not None:
+        await preflight(settings, services, slack_app, http_app)
     await take_over_jobs(settings, services)
     tasks = [asyncio.create_task(ingestion_worker(services, notifier=notifier), name="ingestion-worker"),
              # APScheduler jobs (bot/scheduler.py): classifier, expiry, weekly digest, publish-by-date, retention

@@ -31,7 +31,8 @@ async def readyz(state: State) -> JSONResponse:
               "disk": disk_status(services.settings.cairn_home, services.settings.min_free_disk_mb)}
     ready = all(v == "ok" for v in checks.values())
     paused: list[str] = [k for k in KINDS if await state.controls.is_paused(k)]
-    body = Readiness(status="ready" if ready else "not_ready", checks=checks, paused=paused)
+    body = Readiness(status="ready" if ready else "not_ready", checks=checks, paused=paused,
+                     slack=state.slack_problems)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
 
