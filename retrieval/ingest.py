@@ -15,7 +15,7 @@ import logging
 import re
 import time
 import unicodedata
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -487,7 +487,9 @@ def _str_list(value: object) -> list[str]:
         return []
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]  # type: ignore[union-attr]
+    if isinstance(value, Iterable):
+        return [str(v) for v in value]
+    return [str(value)]
 
 
 def _as_instant(value: object) -> str | None:
