@@ -118,8 +118,9 @@ class SyncRunner:
             if fetched.result == CONTENT:
                 claimed = await self.sources.owner_of(tenant_id=source.tenant_id, doc_id=fetched.doc_id)
                 if claimed is not None and claimed != source.source_id:
-                    await self._record(source, fetched, "error", message=f"document id {fetched.doc_id!r} is "
-                                       f"already kept in sync by another source ({claimed})", report=report)
+                    # Reported, not recorded: a row here would make this source a second claimant.
+                    report.items.append(ItemResult(fetched.key, fetched.doc_id, "error", message=(
+                        f"document id {fetched.doc_id!r} is already kept in sync by another source ({claimed})")))
                     continue
                 doc = await self.catalog.get_document(tenant_id=source.tenant_id, doc_id=fetched.doc_id)
                 was_live = doc is not None and doc.status == "active" and doc.current_version is not None
