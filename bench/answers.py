@@ -403,7 +403,11 @@ async def section_answers(ws: Workspace) -> None:
         + (f"; at most {os.environ['CAIRN_BENCH_LIMIT']} per set, kind and split"
            if os.environ.get("CAIRN_BENCH_LIMIT") else ""))
     turns: list[Turn] = []
+    needs = {"handbooks": ds.HANDBOOKS, "squad": ds.DATA / "squad2", "xquad": ds.DATA / "arabic_qa" / "xquad"}
     for set_name in chosen:
+        if set_name in needs and not needs[set_name].exists():
+            log(f"{set_name}: skipped, no data at {needs[set_name]}")
+            continue
         make, run = RUNNERS[set_name]
         cases = _limit(make(), splits)
         started = time.perf_counter()
