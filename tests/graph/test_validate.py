@@ -215,3 +215,14 @@ def test_a_quotation_is_one_sentence_up_to_its_closing_mark() -> None:
     assert validate_answer(arabic, SENT, texts=TEXTS).ok
     # after the quote closes, a new sentence needs its own citation
     assert not validate_answer(f"“London is GBP 210.” [{A}] Spa visits are always reimbursed.", SENT).ok
+
+
+def test_arabic_number_words_are_figures_too() -> None:
+    hajj = "يحق للموظف المسلم إجازة لأداء فريضة الحج مدتها **10 أيام** مدفوعة الأجر، مرة واحدة طوال مدة خدمته."
+    texts = {B: hajj}
+    assert validate_answer(f"مدة إجازة الحج عشرة أيام مدفوعة الأجر [{B}].", SENT, texts=texts).ok
+    assert validate_answer(f"تُمنح إجازة الحج مرة واحدة [{B}].", SENT, texts=texts).ok  # "one" alone is no figure
+    changed = validate_answer(f"مدة إجازة الحج عشرون يومًا [{B}].", SENT, texts=texts)
+    assert [p["kind"] for p in changed.problems] == ["unsupported_number"]
+    teen = validate_answer(f"مدتها خمسة عشر يومًا [{B}].", SENT, texts=texts)
+    assert [p["kind"] for p in teen.problems] == ["unsupported_number"]
