@@ -8,7 +8,7 @@ Normal form, the same for the draft and the passage:
   "£" = GBP, "€" = EUR, Arabic currency words too. A bare "$" is any dollar ("$500 AUD" is AUD 500,
   and a passage's "$500" supports a draft's "USD 500" or "AUD 500"); GBP is never USD;
 - a percentage is (value, "%"): "15 %" = "15%" = "15 percent" = "15 per cent" = "15٪";
-- a date is ISO-like: "1 March 2026" = "March 1, 2026" = "2026-03-01"; "1 March" and "March 2026"
+- a date is ISO-like: "1 March 2026" = "March 1, 2026" = "2026-03-01" = "١ مارس ٢٠٢٦"; "1 March" and "March 2026"
   are partial dates, supported by a full date with the same day and month (or month and year);
 - times keep their shape ("09:00" = "9:00"); any other number is its value ("08" = "8"); number
   words are numbers ("thirty" = 30, "twenty-five" = 25, "nine thousand" = 9000; Arabic "عشرة" = 10,
@@ -46,7 +46,10 @@ _PERCENT = re.compile(rf"(?P<num>{_NUM})\s?(?:%|percent\b|per cent\b|في الم
 _MONTHS = {m: i for i, names in enumerate([
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-    ("december", "dec")], start=1) for m in names}
+    ("december", "dec")], start=1) for m in names} | {m: i for i, names in enumerate([
+        ("يناير",), ("فبراير",), ("مارس",), ("أبريل", "ابريل", "إبريل"), ("مايو",), ("يونيو", "يونيه"),
+        ("يوليو", "يوليه"), ("أغسطس", "اغسطس"), ("سبتمبر",), ("أكتوبر", "اكتوبر"), ("نوفمبر",), ("ديسمبر",)],
+        start=1) for m in names}
 _MONTH = r"(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _ORD = r"(?:st|nd|rd|th)?"
 _DATES = [

@@ -226,3 +226,11 @@ def test_arabic_number_words_are_figures_too() -> None:
     assert [p["kind"] for p in changed.problems] == ["unsupported_number"]
     teen = validate_answer(f"مدتها خمسة عشر يومًا [{B}].", SENT, texts=texts)
     assert [p["kind"] for p in teen.problems] == ["unsupported_number"]
+
+
+def test_arabic_month_names_make_dates() -> None:
+    notice = "From 1 July 2026, staff are reimbursed at USD 0.62 per mile."
+    texts = {A: notice}
+    assert validate_answer(f"يسري المعدل الجديد من ١ يوليو ٢٠٢٦ [{A}].", SENT, texts=texts).ok
+    moved = validate_answer(f"يسري المعدل الجديد من ١ أغسطس ٢٠٢٦ [{A}].", SENT, texts=texts)
+    assert [p["kind"] for p in moved.problems] == ["unsupported_number"]
