@@ -19,7 +19,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -29,6 +29,10 @@ from bot.slack.job_status import JobStatusNotifier
 from bot.slack.preflight import log_checks, slack_checks
 from graph.answerers.extractive import prepare_answer_vectors
 from store.disk import LowDiskError
+
+if TYPE_CHECKING:  # imported where they are built: a CLI command need not load them
+    from fastapi import FastAPI
+    from slack_bolt.async_app import AsyncApp
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +112,7 @@ async def settle_heap(services: Services) -> None:
     gc.freeze()
 
 
-def build_http(services: Services, slack_app: Any | None) -> Any:
+def build_http(services: Services, slack_app: AsyncApp | None) -> FastAPI:
     """The HTTP app (bot/http/app.py) with Bolt's `/slack/events` mounted when Slack runs over HTTP."""
     from bot.http.app import create_http_app
 
@@ -134,7 +138,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def preflight(settings: Settings, services: Services, slack_app: Any, http_app: Any) -> None:
+async def preflight(settings: Settings, services: Services, slack_app: AsyncApp, http_app: FastAPI) -> None:
     """What the installation lacks (scopes, channels the bot is not in), said once at start: in the log and
     on /readyz, rather than when the first escalation or digest is refused."""
     checks = await slack_checks(slack_app.client, settings, services.access)
