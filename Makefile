@@ -33,6 +33,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest
 
 lint: $(STAMP)

@@ -44,6 +44,7 @@ def sections() -> list[Section]:
     from bench.latency import section_latency
     from bench.retrieval import section_arcd, section_handbooks, section_squad, section_xquad
     from bench.slack_ack import section_slack_ack
+    from bench.sync import section_sync
 
     return [
         Section("ingest", "ingestion throughput vs raw encode; re-ingest and edit checks (issue 2)", section_ingest),
@@ -60,6 +61,8 @@ def sections() -> list[Section]:
                 "conflict and ordered pairs", section_conflicts),
         Section("answers", "end-to-end turns scored on the answer text: right, wrong shown, escalations, "
                 "per set and language, tune and report splits (issue 12)", section_answers),
+        Section("sync", "website sync of the GitLab handbook served on 127.0.0.1: pages/s, first run and "
+                "unchanged re-run", section_sync),
     ]
 
 

@@ -53,6 +53,8 @@ SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
 # our labels for the sample: the fact asked where gold_text is only the passage's start, the kind of each
 # must-escalate line, and extra questions for the failure classes of issue 12
 SAMPLE_LABELS = Path(__file__).resolve().parent / "questions" / "sample.jsonl"
+# Arabic questions over the English handbook pages (kept apart: the retrieval sections read only handbooks.jsonl)
+HANDBOOKS_AR = Path(__file__).resolve().parent / "questions" / "handbooks-ar.jsonl"
 SETS = ("sample", "handbooks", "squad", "xquad")
 SPLITS = ("tune", "report")
 # SQuAD and XQuAD sample sizes (before the split): a few minutes on 2 cores with the other sets
@@ -152,7 +154,7 @@ def sample_cases() -> list[Case]:
 
 def handbook_cases() -> list[Case]:
     out = []
-    for x in ds.handbook_questions():
+    for x in [*ds.handbook_questions(), *(_jsonl(HANDBOOKS_AR) if HANDBOOKS_AR.exists() else [])]:
         lang = str(x.get("lang") or "en")
         if x.get("expect") == "escalate" or not x.get("gold_path"):
             kind = str(x.get("kind") or "ooc")
@@ -401,7 +403,11 @@ async def section_answers(ws: Workspace) -> None:
         + (f"; at most {os.environ['CAIRN_BENCH_LIMIT']} per set, kind and split"
            if os.environ.get("CAIRN_BENCH_LIMIT") else ""))
     turns: list[Turn] = []
+    needs = {"handbooks": ds.HANDBOOKS, "squad": ds.DATA / "squad2", "xquad": ds.DATA / "arabic_qa" / "xquad"}
     for set_name in chosen:
+        if set_name in needs and not needs[set_name].exists():
+            log(f"{set_name}: skipped, no data at {needs[set_name]}")
+            continue
         make, run = RUNNERS[set_name]
         cases = _limit(make(), splits)
         started = time.perf_counter()

@@ -8,6 +8,7 @@ idempotent, so a restart, an overlapping trigger or a second process changes not
 |-----------------------|----------------------------------------------|------|
 | cairn.classify        | every CAIRN_CLASSIFY_MINUTES (5)             | label unlabelled escalations (kind, topic) |
 | cairn.expiry          | every minute                                 | reminder at half the deadline, then expire |
+| cairn.relays          | every minute                                 | show askers the admin replies never shown |
 | cairn.digest          | CAIRN_DIGEST_DAY CAIRN_DIGEST_TIME, CAIRN_TIMEZONE | post last week's digest (once per week) |
 | cairn.digest_catch_up | once, a minute after start                   | post the due digest if its time passed < 24 h ago |
 | cairn.publish_due     | every 5 minutes                              | future-effective versions become current |
@@ -33,7 +34,7 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.services import Services, Store, build_topic_classifier
+from bot.services import Services, Store, build_topic_classifier, escalation_desk
 from bot.settings import Settings
 from bot.slack.app import build_web_client
 from bot.slack.digest_post import PostResult, post_digest
@@ -52,6 +53,7 @@ from store.retention import purge_old_turns
 log = logging.getLogger(__name__)
 
 EXPIRY_EVERY = timedelta(minutes=1)
+RELAY_EVERY = timedelta(minutes=1)
 PUBLISH_EVERY = timedelta(minutes=5)
 SOURCES_EVERY = timedelta(minutes=1)
 DIGEST_CATCH_UP = timedelta(hours=24)
@@ -152,6 +154,16 @@ async def post_digest_now(settings: Settings, store: Store, access: AccessPolicy
                              tenant_id=tenant, default_tenant=access.default_tenant)
 
 
+async def relay_pending_replies(ctx: JobContext) -> list[str]:
+    """Admins' replies an asker was never shown (Slack refused, or a restart cut in): shown now, once."""
+    if ctx.notifier is None:
+        return []
+    relayed = await escalation_desk(ctx.services, ctx.notifier).relay_pending(now=ctx.clock())
+    if relayed:
+        log.info("relayed %d pending admin repl(ies)", len(relayed))
+    return relayed
+
+
 async def publish_due_versions(ctx: JobContext) -> list[str]:
     published = await ctx.services.ingestor.publish_due(now=ctx.clock())
     if published:
@@ -210,6 +222,8 @@ def register_jobs(scheduler: Any, services: Services, *, slack_client: AsyncWebC
     else:
         log.info("weekly digest not scheduled: it needs a Slack client and a digest channel (CAIRN_DIGEST_CHANNEL "
                  "or a tenant's digest_channel in the access file)")
+    add(relay_pending_replies, IntervalTrigger(seconds=RELAY_EVERY.total_seconds()), "cairn.relays",
+        misfire_grace_time=None)
     add(publish_due_versions, IntervalTrigger(seconds=PUBLISH_EVERY.total_seconds()), "cairn.publish_due",
         misfire_grace_time=None)
     add(clean_up_index, IntervalTrigger(hours=1), "cairn.index_cleanup", misfire_grace_time=None)

@@ -19,15 +19,20 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from bot.services import Services, server_file
 from bot.settings import Settings
 from bot.slack.job_status import JobStatusNotifier
+from bot.slack.preflight import log_checks, slack_checks
 from graph.answerers.extractive import prepare_answer_vectors
 from store.disk import LowDiskError
+
+if TYPE_CHECKING:  # imported where they are built: a CLI command need not load them
+    from fastapi import FastAPI
+    from slack_bolt.async_app import AsyncApp
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +112,7 @@ async def settle_heap(services: Services) -> None:
     gc.freeze()
 
 
-def build_http(services: Services, slack_app: Any | None) -> Any:
+def build_http(services: Services, slack_app: AsyncApp | None) -> FastAPI:
     """The HTTP app (bot/http/app.py) with Bolt's `/slack/events` mounted when Slack runs over HTTP."""
     from bot.http.app import create_http_app
 
@@ -131,6 +136,14 @@ def bind(host: str, port: int) -> socket.socket:
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from exc
     sock.set_inheritable(True)
     return sock
+
+
+async def preflight(settings: Settings, services: Services, slack_app: AsyncApp, http_app: FastAPI) -> None:
+    """What the installation lacks (scopes, channels the bot is not in), said once at start: in the log and
+    on /readyz, rather than when the first escalation or digest is refused."""
+    checks = await slack_checks(slack_app.client, settings, services.access)
+    log_checks(checks)
+    http_app.state.cairn.slack_problems = [f"{c.name}: {c.detail}" for c in checks if c.status != "ok"]
 
 
 class _Server(uvicorn.Server):
@@ -161,6 +174,8 @@ async def run_server(settings: Settings, services: Services, *, mode: str | None
     # log_config=None: the CLI configured logging; uvicorn must not replace it.
     server = _Server(uvicorn.Config(http_app, host=host, port=port, log_config=None, lifespan="on"))
     notifier = JobStatusNotifier(client=slack_app.client, jobs=services.jobs) if slack_app else None
+    if slack_app is not None:
+        await preflight(settings, services, slack_app, http_app)
     await take_over_jobs(settings, services)
     tasks = [asyncio.create_task(ingestion_worker(services, notifier=notifier), name="ingestion-worker"),
              # APScheduler jobs (bot/scheduler.py): classifier, expiry, weekly digest, publish-by-date, retention

@@ -36,6 +36,7 @@ from store.controls import Controls
 from store.conversations import ConversationStore
 from store.db import open_db
 from store.jobs import Jobs
+from store.relays import Relays
 from store.reports import EscalationReports
 from store.run_claims import RunClaims
 from store.sources import Sources
@@ -76,6 +77,7 @@ class Store:
     runs: RunClaims
     controls: Controls
     sources: Sources
+    relays: Relays
 
 
 def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: float | None = None) -> Store:
@@ -83,7 +85,8 @@ def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: fl
     cache_s = settings.controls_cache_s if controls_cache_s is None else controls_cache_s
     return Store(settings=settings, db=db, catalog=Catalog(db), jobs=Jobs(db, max_attempts=settings.job_max_attempts),
                  conversations=conversations, reports=EscalationReports(db, conversations), runs=RunClaims(db),
-                 controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s), sources=Sources(db))
+                 controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s), sources=Sources(db),
+                 relays=Relays(db))
 
 
 @dataclass
@@ -123,6 +126,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         catalog, jobs, conversations, controls = store.catalog, store.jobs, store.conversations, store.controls
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
         await store.sources.setup()
+        await store.relays.setup()
         metrics = Metrics()
         searcher = Searcher(index=index, catalog=catalog, embedder=embedder,
                             reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
@@ -165,6 +169,7 @@ async def open_store(settings: Settings, *, controls_cache_s: float | None = Non
     try:
         store = _store(settings, db, controls_cache_s=controls_cache_s)
         await store.sources.setup()
+        await store.relays.setup()
         yield store
     finally:
         await db.close()
@@ -172,7 +177,8 @@ async def open_store(settings: Settings, *, controls_cache_s: float | None = Non
 
 def escalation_desk(services: Services, notifier: Notifier | None = None) -> EscalationDesk:
     """The escalation use cases over these services, telling people through `notifier` (none: nobody)."""
-    return EscalationDesk(runner=services.runner, conversations=services.conversations, access=services.access,
+    return EscalationDesk(runner=services.runner, conversations=services.conversations,
+                          relays=services.store.relays, access=services.access,
                           notifier=notifier or SilentNotifier(),
                           escalation_channel=services.settings.escalation_channel)
 

@@ -8,10 +8,11 @@ Normal form, the same for the draft and the passage:
   "£" = GBP, "€" = EUR, Arabic currency words too. A bare "$" is any dollar ("$500 AUD" is AUD 500,
   and a passage's "$500" supports a draft's "USD 500" or "AUD 500"); GBP is never USD;
 - a percentage is (value, "%"): "15 %" = "15%" = "15 percent" = "15 per cent" = "15٪";
-- a date is ISO-like: "1 March 2026" = "March 1, 2026" = "2026-03-01"; "1 March" and "March 2026"
+- a date is ISO-like: "1 March 2026" = "March 1, 2026" = "2026-03-01" = "١ مارس ٢٠٢٦"; "1 March" and "March 2026"
   are partial dates, supported by a full date with the same day and month (or month and year);
 - times keep their shape ("09:00" = "9:00"); any other number is its value ("08" = "8"); number
-  words are numbers ("thirty" = 30, "twenty-five" = 25, "nine thousand" = 9000).
+  words are numbers ("thirty" = 30, "twenty-five" = 25, "nine thousand" = 9000; Arabic "عشرة" = 10,
+  "خمسة عشر" = 15, "خمسة وعشرون" = 25, "ثلاثة آلاف" = 3000).
 
 A passage supports a draft's figure when it states the same figure; a bare number is also supported
 by the same value inside any of the passage's amounts, percentages or dates (the year of a date,
@@ -45,7 +46,10 @@ _PERCENT = re.compile(rf"(?P<num>{_NUM})\s?(?:%|percent\b|per cent\b|في الم
 _MONTHS = {m: i for i, names in enumerate([
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-    ("december", "dec")], start=1) for m in names}
+    ("december", "dec")], start=1) for m in names} | {m: i for i, names in enumerate([
+        ("يناير",), ("فبراير",), ("مارس",), ("أبريل", "ابريل", "إبريل"), ("مايو",), ("يونيو", "يونيه"),
+        ("يوليو", "يوليه"), ("أغسطس", "اغسطس"), ("سبتمبر",), ("أكتوبر", "اكتوبر"), ("نوفمبر",), ("ديسمبر",)],
+        start=1) for m in names}
 _MONTH = r"(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _ORD = r"(?:st|nd|rd|th)?"
 _DATES = [
@@ -68,6 +72,55 @@ _TENS = {w: 10 * n for n, w in enumerate("_ _ twenty thirty forty fifty sixty se
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _NUMBER_WORD = "|".join([*_UNITS, *_TENS, *_SCALES])
 _NUMBER_WORDS = re.compile(rf"\b(?:{_NUMBER_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}))*\b", re.IGNORECASE)
+
+
+_AR_UNITS = {"واحد": 1, "واحدة": 1, "اثنان": 2, "اثنين": 2, "اثنتان": 2, "اثنتين": 2, "ثلاث": 3, "ثلاثة": 3,
+             "أربع": 4, "اربع": 4, "أربعة": 4, "اربعة": 4, "خمس": 5, "خمسة": 5, "ست": 6, "ستة": 6, "سبع": 7,
+             "سبعة": 7, "ثمان": 8, "ثماني": 8, "ثمانية": 8, "تسع": 9, "تسعة": 9, "عشر": 10, "عشرة": 10}
+_AR_TENS = {w: 10 * n for n, stem in enumerate(["", "", "عشر", "ثلاث", "أربع", "خمس", "ست", "سبع", "ثمان", "تسع"])
+            if n > 1 for w in (stem + "ون", stem + "ين")} | {"اربعون": 40, "اربعين": 40}
+_AR_HUNDREDS = {"مائة": 100, "مئة": 100, "مائتان": 200, "مائتين": 200, "مئتان": 200, "مئتين": 200}
+_AR_THOUSANDS = {"ألف": 1000, "الف": 1000, "آلاف": 1000, "الاف": 1000, "ألفان": 2000, "ألفين": 2000, "مليون": 10**6}
+_AR_WORD = re.compile(r"[\u0621-\u064A\u0670-\u06D3]+")
+
+
+def _arabic_number(word: str) -> str | None:
+    """The number word itself, without a leading و / ب / ل ("وعشرون", "بخمسة"), or None."""
+    for candidate in (word, word[1:] if word[:1] in "وبل" else ""):
+        if candidate and (candidate in _AR_UNITS or candidate in _AR_TENS or candidate in _AR_HUNDREDS
+                          or candidate in _AR_THOUSANDS):
+            return candidate
+    return None
+
+
+def _arabic_numbers(text: str) -> list[int]:
+    """Values of the runs of Arabic number words in `text` ("خمسة عشر" → 15; "واحدة" alone is not a figure)."""
+    out: list[int] = []
+    words = [(m.group(), _arabic_number(m.group())) for m in _AR_WORD.finditer(text)]
+    i = 0
+    while i < len(words):
+        if words[i][1] is None:
+            i += 1
+            continue
+        total = current = 0
+        run: list[str] = []
+        while i < len(words) and words[i][1] is not None:
+            w = words[i][1]
+            assert w is not None
+            run.append(w)
+            if w in ("عشر", "عشرة") and 0 < current < 10:
+                current += 10  # خمسة عشر
+            elif w in _AR_UNITS or w in _AR_TENS:
+                current += _AR_UNITS.get(w) or _AR_TENS[w]
+            elif w in _AR_HUNDREDS:
+                current = max(current, 1) * _AR_HUNDREDS[w] if w in ("مائة", "مئة") else current + _AR_HUNDREDS[w]
+            else:
+                total += max(current, 1) * _AR_THOUSANDS[w] if w not in ("ألفان", "ألفين") else _AR_THOUSANDS[w]
+                current = 0
+            i += 1
+        if run not in (["واحد"], ["واحدة"]):
+            out.append(total + current)
+    return out
 
 
 @dataclass
@@ -188,6 +241,9 @@ def facts_in(text: str, *, partial_dates: bool = False) -> Facts:
         if n is not None:
             facts.figures.add(("number", str(n)))
             facts.values.add(str(n))
+    for n in _arabic_numbers(s):
+        facts.figures.add(("number", str(n)))
+        facts.values.add(str(n))
     return facts
 
 

@@ -110,16 +110,25 @@ def strip_citations(text: str) -> str:
 
 
 def segment(text: str) -> list[str]:
-    """The answer's sentences, with citations attached to the sentence they follow."""
+    """The answer's sentences, with citations attached to the sentence they follow. A quotation
+    (“…” or «…») is one sentence up to its closing mark, whatever full stops it holds: the citation
+    after it covers the whole quote ("“The edict was revoked in 1685. Many fled.” [id]")."""
     out: list[str] = []
     for line in text.splitlines():
+        open_quote = False
+        balanced = line.count("“") == line.count("”") and line.count("«") == line.count("»")
         for piece in _CITATION_THEN_SENTENCE.split(line):
             for sentence in split_sentences(piece):
-                if out and not _has_words(strip_citations(sentence)) and citations_in(sentence):
+                if out and (open_quote or (not _has_words(strip_citations(sentence)) and citations_in(sentence))):
                     out[-1] = f"{out[-1]} {sentence}"
                 else:
                     out.append(sentence)
+                open_quote = balanced and _inside_quote(out[-1])  # an unclosed quote joins nothing
     return out
+
+
+def _inside_quote(sentence: str) -> bool:
+    return sentence.count("“") > sentence.count("”") or sentence.count("«") > sentence.count("»")
 
 
 def is_factual(sentence: str) -> bool:

@@ -8,12 +8,14 @@ Every step is keyed by stable ids, so a crash anywhere is repaired by running th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+import unicodedata
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -37,6 +39,8 @@ T = TypeVar("T")
 
 ProgressCallback = Callable[[JobRecord, str], Awaitable[None] | None]
 _DOC_ID = re.compile(r"^[\w\-.\u0600-\u06FF]+(/[\w\-.\u0600-\u06FF]+)*$")
+_STORED_NAME = re.compile(r"^(v\d+\.\w+|.*\.part)$")  # raw/<tenant>/<doc>/v3.md, …/incoming/<hash>.md.part
+_TENANT = re.compile(r"^[A-Za-z0-9][\w\-.]*$")
 EMBED_BATCH = 64
 WITHDRAWN = "document withdrawn"  # why a withdrawal cancels its document's unfinished jobs
 
@@ -93,6 +97,7 @@ class Submitter:
                            requested_by: str | None = None, notify: dict[str, object] | None = None,
                            dedupe_key: str | None = None) -> FileOutcome:
         try:
+            validate_tenant(options.tenant_id)
             doc_id = validate_doc_id(doc_id)
             suffix = Path(filename).suffix.lower()
             if suffix not in SUPPORTED_SUFFIXES:
@@ -386,6 +391,8 @@ class Ingestor:
         before this point is withdrawn below with the rest, so no upload queued before the withdrawal
         can publish the document again (one queued after it brings the document back, as it should).
         """
+        with contextlib.suppress(IngestError):  # `coll2/./b` withdraws `coll2/b`; an invalid id matches nothing
+            doc_id = validate_doc_id(doc_id)
         cancelled = await self.jobs.cancel_unfinished(tenant_id=tenant_id, doc_id=doc_id, reason=WITHDRAWN)
         revoked = await self.catalog.withdraw(tenant_id=tenant_id, doc_id=doc_id)
         await self.cleanup()
@@ -419,10 +426,29 @@ def _too_many_chunks(count: str, limit: int) -> str:
 
 
 def validate_doc_id(doc_id: str) -> str:
-    doc_id = doc_id.strip().strip("/")
-    if not doc_id or ".." in doc_id.split("/") or not _DOC_ID.match(doc_id) or ":" in doc_id:
+    """The one spelling of a document id: NFC, no empty or '.' segments (`coll2/./b` is `coll2/b`).
+
+    Refused: '..' (it would leave the document's directory), characters outside letters, digits,
+    '-', '_', '.' and '/', and segments named like what the raw store keeps inside a document's
+    directory (`incoming`, `v1.md`): such an id would share the other document's files."""
+    text = unicodedata.normalize("NFC", doc_id.strip())
+    segments = [s for s in text.split("/") if s not in ("", ".")]
+    normal = "/".join(segments)
+    if not normal or ".." in segments or not _DOC_ID.match(normal) or ":" in normal:
         raise IngestError(f"document id {doc_id!r} is not valid: use letters, digits, '-', '_', '.' and '/'")
-    return doc_id
+    reserved = [s for s in segments if s == "incoming" or _STORED_NAME.match(s)]
+    if reserved:
+        raise IngestError(f"document id {doc_id!r} is not valid: '{reserved[0]}' is a name Cairn uses for the "
+                          "stored originals of a document; choose another id")
+    return normal
+
+
+def validate_tenant(tenant_id: str) -> str:
+    """A tenant id names a directory under CAIRN_HOME/raw: one plain segment, never a path."""
+    if not _TENANT.match(tenant_id) or tenant_id in (".", ".."):
+        raise IngestError(f"tenant {tenant_id!r} is not valid: use letters, digits, '-', '_' and '.' "
+                          "(no '/' and no '..')")
+    return tenant_id
 
 
 def default_doc_id(path: Path, root: Path) -> str:
@@ -461,7 +487,9 @@ def _str_list(value: object) -> list[str]:
         return []
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]  # type: ignore[union-attr]
+    if isinstance(value, Iterable):
+        return [str(v) for v in value]
+    return [str(value)]
 
 
 def _as_instant(value: object) -> str | None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import os
 import re
 import secrets
@@ -245,13 +246,16 @@ def verify_user_context(token: str | None, *, credential: str, principal: Servic
     except jwt.PyJWTError:
         raise ContextError("context_malformed", "user context claims are not valid") from None
     # Time claims checked here (not by PyJWT) so that each failure has its own code.
-    iat, exp = claims["iat"], claims["exp"]
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (iat, exp)):
-        raise ContextError("context_malformed", "iat and exp must be numeric dates")
+    iat, exp, nbf = claims["iat"], claims["exp"], claims.get("nbf", claims["iat"])
+    # Finite numbers only: every comparison with NaN is false, so a NaN date would pass every check.
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (iat, exp, nbf)):
+        raise ContextError("context_malformed", "iat, exp and nbf must be numeric dates")
     if exp <= moment - CLOCK_LEEWAY_S:
         raise ContextError("context_expired", "user context has expired")
     if iat > moment + CLOCK_LEEWAY_S:
         raise ContextError("context_not_yet_valid", "user context is issued in the future")
+    if nbf > moment + CLOCK_LEEWAY_S:
+        raise ContextError("context_not_yet_valid", "user context is not valid yet (nbf)")
     if exp - iat > max_ttl_s:
         raise ContextError("context_ttl_too_long", f"user context may live at most {max_ttl_s}s")
     if audience not in principal.audiences:

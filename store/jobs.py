@@ -243,6 +243,15 @@ class Jobs:
                 )
         return [job for job_id in ids if (job := await self.get(job_id=job_id)) is not None]
 
+    async def cancel(self, *, job_id: str, reason: str = "cancelled by an operator") -> JobRecord | None:
+        """Cancel one unfinished job (queued, waiting for a retry, or mid-way: its worker stops at its next
+        step). Returns the job as it now is (unchanged when it had already finished), None if unknown."""
+        await self._conn.execute(
+            f"UPDATE ingest_jobs SET state='cancelled', last_error=?, lease_holder=NULL, updated_at=?"
+            f" WHERE job_id=? AND state IN ({','.join('?' * len(UNFINISHED_STATES))})",
+            (reason, iso(), job_id, *UNFINISHED_STATES))
+        return await self.get(job_id=job_id)
+
     async def fail(self, *, job_id: str, error: str, permanent: bool = False,
                    now: datetime | None = None) -> JobRecord:
         """Record a failure; retry later with exponential backoff, or dead-letter it. A cancelled job

@@ -8,6 +8,7 @@ and records every request so tests can see what a sync asked for.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import html
 import re
@@ -57,6 +58,7 @@ class HandbookSite:
     statuses: dict[str, int] = field(default_factory=dict)  # path → an error status to answer with
     redirects: dict[str, str] = field(default_factory=dict)  # path → where it moved
     files: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # path → (content type, bytes), e.g. a PDF
+    stalls: dict[str, float] = field(default_factory=dict)  # path → seconds the server waits before answering
     _runner: web.AppRunner | None = None
     port: int = 0
 
@@ -124,6 +126,8 @@ class HandbookSite:
             return web.Response(text='<?xml version="1.0" encoding="UTF-8"?><urlset xmlns='
                                      f'"http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>',
                                 content_type="application/xml")
+        if path in self.stalls:
+            await asyncio.sleep(self.stalls[path])
         if path in self.statuses:
             return web.Response(status=self.statuses[path], text="unavailable")
         if path in self.redirects:

@@ -13,12 +13,10 @@ from typing import Any
 
 from bot.cli.common import CommandError, emit_json, local_services, resolve_as
 from bot.cli.parsers import add_command
-from bot.services import Services, escalation_desk, slack_notifier
+from bot.services import Services, escalation_desk, open_store, slack_notifier
 from bot.settings import Settings
 from escalations.desk import Reply
 from graph.runner import EscalationError, TurnOutcome
-from store.conversations import ConversationStore
-from store.db import open_db
 from store.records import EscalationRecord, Scope, TurnRecord
 
 CHAT_HELP = """\
@@ -206,11 +204,8 @@ def _escalation_json(e: EscalationRecord) -> dict[str, object]:
 
 
 async def escalations(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings.db_path)  # a read: works while the server holds the index
-    try:
-        records = await ConversationStore(db).list_escalations(open_only=args.open)
-    finally:
-        await db.close()
+    async with open_store(settings) as store:  # a read: works while the server holds the index
+        records = await store.conversations.list_escalations(open_only=args.open)
     if args.json:
         emit_json([_escalation_json(e) for e in records])
     elif not records:
@@ -268,11 +263,8 @@ async def resolve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def trace(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings.db_path)
-    try:
-        turn = await ConversationStore(db).get_turn(turn_id=args.turn_id)
-    finally:
-        await db.close()
+    async with open_store(settings) as store:
+        turn = await store.conversations.get_turn(turn_id=args.turn_id)
     if turn is None:
         raise CommandError(f"no turn {args.turn_id!r}")
     if args.json:

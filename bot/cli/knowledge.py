@@ -27,9 +27,11 @@ from store.catalog import Catalog
 from store.db import open_db
 from store.disk import LowDiskError
 from store.document_options import SENSITIVITIES, policy_id_problem
-from store.jobs import FINAL_STATES, Jobs
+from store.jobs import FINAL_STATES, UNFINISHED_STATES, Jobs
+from store.records import JobRecord
 
-OK_STATUSES = {"published", "scheduled", "unchanged", "queued"}
+# "queued" is not among them: a file left queued is work undone, and the exit status says so.
+OK_STATUSES = {"published", "scheduled", "unchanged"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,6 +62,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tenant")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=withdraw)
+
+    p = sub.add_parser("jobs", help="ingestion jobs not finished yet (--all: recent ones too); `jobs cancel ID`",
+                       description="List ingestion jobs: state, attempts, document and the last error. "
+                                   "`cairn jobs cancel ID` cancels an unfinished one.")
+    p.add_argument("--all", action="store_true", help="the 50 most recent jobs, finished ones included")
+    p.add_argument("--json", action="store_true", help="one JSON object per job on stdout")
+    p.set_defaults(handler=jobs_list)
+    jobs_sub = p.add_subparsers(dest="jobs_command", metavar="cancel")
+    c = jobs_sub.add_parser("cancel", help="cancel an unfinished job; a worker running it stops at its next step")
+    c.add_argument("job_id", metavar="JOB_ID", help="the job id (or a unique prefix of it, from `cairn jobs`)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=jobs_cancel)
 
 
 @dataclass(frozen=True)
@@ -155,8 +169,22 @@ async def ingest(args: argparse.Namespace, settings: Settings) -> int:
                 except LowDiskError as exc:
                     raise CommandError(f"{exc}. The files stay queued: the next `cairn ingest` of them or "
                                        "`cairn serve` ingests them once space is free.") from exc
-            outcomes = [results.get(o.job_id, o) if o.job_id else o for o in submitted]
+            outcomes = [results.get(o.job_id) or await _not_run(services.jobs, o) if o.job_id else o
+                        for o in submitted]
     return _report(outcomes, as_json=args.json)
+
+
+async def _not_run(jobs: Jobs, outcome: FileOutcome) -> FileOutcome:
+    """A submitted file this run did not ingest: its job's state, and why."""
+    job = await jobs.get(job_id=outcome.job_id or "")
+    if job is None:
+        return outcome
+    if job.state in (*FINAL_STATES, "failed"):
+        return FileOutcome(path=outcome.path, doc_id=job.doc_id, status=job.outcome or job.state,
+                           version=job.version, message=job.last_error, job_id=job.job_id)
+    return FileOutcome(path=outcome.path, doc_id=job.doc_id, status="queued", job_id=job.job_id,
+                       message="not ingested: another live worker is running this job; run the same "
+                               "`cairn ingest` again once it has finished")
 
 
 async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Planned],
@@ -255,6 +283,56 @@ async def docs(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{d.tenant_id:<10} {d.doc_id:<38} {d.current_version or '-':<5} {d.status:<10} {d.chunk_count:>6}"
               f"  {','.join(d.groups)} {d.owner or ''}{eff}{extra}")
     return 0
+
+
+def _job_dict(job: JobRecord) -> dict[str, object]:
+    return {"job_id": job.job_id, "state": job.state, "attempts": job.attempts, "tenant": job.tenant_id,
+            "doc_id": job.doc_id, "path": job.source_path, "version": job.version, "updated": job.updated_at,
+            "error": job.last_error}
+
+
+async def jobs_list(args: argparse.Namespace, settings: Settings) -> int:
+    db = await open_db(settings.db_path)  # a read: works while the server holds the index
+    try:
+        jobs = Jobs(db)
+        records = await jobs.list(limit=50) if args.all else await jobs.list(limit=500, states=UNFINISHED_STATES)
+    finally:
+        await db.close()
+    if args.json:
+        for job in records:
+            emit_json(_job_dict(job))
+        return 0
+    if not records:
+        print("no unfinished ingestion jobs" + ("" if args.all else " (--all shows recent ones)"))
+        return 0
+    print(f"{'job':<12} {'state':<10} {'tries':>5}  {'document':<36} error")
+    for job in records:
+        print(f"{job.job_id[:12]:<12} {job.state:<10} {job.attempts:>5}  {job.tenant_id + ':' + job.doc_id:<36} "
+              f"{(job.last_error or '')[:80]}")
+    return 0
+
+
+async def jobs_cancel(args: argparse.Namespace, settings: Settings) -> int:
+    db = await open_db(settings.db_path)  # SQLite only: the server's worker sees the cancellation
+    try:
+        jobs = Jobs(db)
+        matches = [j for j in await jobs.list(limit=100_000) if j.job_id.startswith(args.job_id)]
+        if len(matches) != 1:
+            raise CommandError(f"no job {args.job_id!r}" if not matches else
+                               f"{args.job_id!r} matches {len(matches)} jobs; give more of the id")
+        job = matches[0]
+        if job.state not in UNFINISHED_STATES:
+            raise CommandError(f"job {job.job_id} has already finished ({job.state}); nothing to cancel")
+        cancelled = await jobs.cancel(job_id=job.job_id) or job
+        if cancelled.version:  # a version it registered will never publish: cleanup removes it
+            await Catalog(db).mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=cancelled.version)
+    finally:
+        await db.close()
+    if args.json:
+        emit_json(_job_dict(cancelled))
+    else:
+        print(f"cancelled {cancelled.job_id} ({cancelled.tenant_id}:{cancelled.doc_id}, was {job.state})")
+    return 0 if cancelled.state == "cancelled" else 1
 
 
 async def withdraw(args: argparse.Namespace, settings: Settings) -> int:

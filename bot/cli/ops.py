@@ -13,14 +13,12 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import aiosqlite
-
 from bot.cli.common import CommandError, emit_json
 from bot.cli.parsers import add_command
+from bot.services import open_store
 from bot.settings import Settings
 from store.controls import KINDS, Controls
 from store.credentials import CredentialFileError, CredentialStore, hash_credential, sign_user_context
-from store.db import open_db
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,14 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 @asynccontextmanager
 async def _controls(settings: Settings) -> AsyncIterator[Controls]:
-    db: aiosqlite.Connection = await open_db(settings.db_path)
     try:
-        try:
-            yield Controls(db, env_paused=settings.paused_kinds, cache_s=0)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from exc
-    finally:
-        await db.close()
+        async with open_store(settings, controls_cache_s=0) as store:  # a CLI reads the switches fresh
+            yield store.controls
+    except ValueError as exc:  # an unknown CAIRN_PAUSE kind, or one given on the command line
+        raise CommandError(str(exc)) from exc
 
 
 def _store(settings: Settings) -> CredentialStore:

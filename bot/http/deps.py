@@ -25,6 +25,7 @@ class HttpState:
     budgets: Budgets
     search_slots: asyncio.Semaphore
     load_errors: list[str] = field(default_factory=list)
+    slack_problems: list[str] = field(default_factory=list)  # from the preflight `cairn serve` runs at start
 
     def model_status(self) -> str:
         if self.load_errors:

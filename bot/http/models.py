@@ -64,6 +64,9 @@ class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     checks: dict[str, str]
     paused: list[str]
+    slack: list[str] = Field(default_factory=list, description="Problems the Slack preflight found at start "
+                                                               "(token, scopes, channels); they do not make "
+                                                               "the server unready")
 
 
 class ApiError(Exception):

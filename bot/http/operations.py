@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
+import aiosqlite
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 
 from bot.http.deps import HttpState, http_state
 from bot.http.models import Health, Readiness
 from bot.metrics import CONTENT_TYPE
+from retrieval.index import VectorIndex
 from store.controls import KINDS
 from store.disk import disk_status
 
@@ -31,7 +33,8 @@ async def readyz(state: State) -> JSONResponse:
               "disk": disk_status(services.settings.cairn_home, services.settings.min_free_disk_mb)}
     ready = all(v == "ok" for v in checks.values())
     paused: list[str] = [k for k in KINDS if await state.controls.is_paused(k)]
-    body = Readiness(status="ready" if ready else "not_ready", checks=checks, paused=paused)
+    body = Readiness(status="ready" if ready else "not_ready", checks=checks, paused=paused,
+                     slack=state.slack_problems)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
 
@@ -42,7 +45,7 @@ async def metrics_endpoint(state: State) -> Response:
     return Response(state.metrics.render(), media_type=CONTENT_TYPE)
 
 
-async def _check_store(db: Any) -> str:
+async def _check_store(db: aiosqlite.Connection) -> str:
     try:
         async with db.execute("SELECT 1") as cur:
             await cur.fetchone()
@@ -51,7 +54,7 @@ async def _check_store(db: Any) -> str:
         return f"error: {type(exc).__name__}"
 
 
-async def _check_index(index: Any) -> str:
+async def _check_index(index: VectorIndex) -> str:
     try:
         await asyncio.wait_for(asyncio.to_thread(index.count), timeout=2.0)
         return "ok"

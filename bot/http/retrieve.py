@@ -27,6 +27,7 @@ from bot.http.models import (
     Source,
     error_responses,
 )
+from retrieval.search import Passage, SearchResult
 from store.credentials import (
     ContextError,
     CredentialFileError,
@@ -118,7 +119,7 @@ async def retrieve(request: Request, state: State, who: Annotated[Caller, Depend
     return JSONResponse(payload.model_dump())
 
 
-async def _search(state: HttpState, query: str, scope: Scope, *, top_k: int, rid: str) -> Any:
+async def _search(state: HttpState, query: str, scope: Scope, *, top_k: int, rid: str) -> SearchResult:
     try:
         # Admission: a bounded number of searches run at once and the rest wait their turn here, inside
         # the request's deadline. Without it, twenty concurrent searches queue in the thread pool and
@@ -152,7 +153,7 @@ async def _parse_body(request: Request) -> RetrieveRequest:
                        detail=plain_errors(exc.errors(include_input=False))) from None
 
 
-def _outage(result: Any) -> bool:
+def _outage(result: SearchResult) -> bool:
     """An outage is no leg answering; a scope with nothing to find is an empty answer, not a 503."""
     if result.gate != "retrieval_unavailable":
         return False
@@ -160,7 +161,7 @@ def _outage(result: Any) -> bool:
     return bool(statuses) and "ok" not in statuses and not all(s == "skipped" for s in statuses)
 
 
-def _wire_passage(p: Any) -> RetrievedPassage:
+def _wire_passage(p: Passage) -> RetrievedPassage:
     return RetrievedPassage(
         chunkId=p.chunk_id, text=p.text, score=round(float(p.score), 4),
         source=Source(documentId=p.doc_id, version=p.version, page=p.page, title=p.title, path=p.source_path,

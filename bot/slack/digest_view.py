@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.slack.text import encode
 from escalations.digest import BACKLOG_SHOWN, Digest, change, duration, passage_line, week_dates
 
 
-def _mrkdwn(text: str) -> str:
-    return " ".join(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").split())
+def _line(text: str) -> str:
+    """One line of the backlog: the words as written (bot/slack/text.py), on one line."""
+    return " ".join(encode(text).split())
 
 
 def render_slack(d: Digest) -> tuple[str, list[dict[str, Any]]]:
@@ -32,8 +34,8 @@ def render_slack(d: Digest) -> tuple[str, list[dict[str, Any]]]:
     items = []
     for i, item in enumerate(d.backlog[:BACKLOG_SHOWN], 1):
         thread = f"<{item.link}|thread>" if item.link else f"`{item.escalation_id}`"
-        items.append(f"{i}. *{_mrkdwn(item.question)}* — `{item.reason}`, {item.topic}, {thread}\n"
-                     f"      best passage: {_mrkdwn(passage_line(item))}")
+        items.append(f"{i}. *{_line(item.question)}* — `{item.reason}`, {item.topic}, {thread}\n"
+                     f"      best passage: {_line(passage_line(item))}")
     if len(d.backlog) > BACKLOG_SHOWN:
         items.append(f"…and {len(d.backlog) - BACKLOG_SHOWN} more.")
     head = f"*Knowledge-base backlog ({len(d.backlog)} avoidable)*"

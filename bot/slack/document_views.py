@@ -4,6 +4,7 @@ upload's job, and a policy owner's part of App Home. Pure, like bot/slack/views.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -43,6 +44,8 @@ OWNER_ONLY_TEXT = ("Only policy owners can add, replace or withdraw documents in
 UPLOAD_SUFFIXES = tuple(sorted(suffix.lstrip(".") for suffix in SUPPORTED_SUFFIXES))  # what the parser reads
 STEPS = ("parsing", "embedding", "indexing", "published")
 OPTION_TEXT_LIMIT = 75  # Slack's limit for an option's text
+OPTION_VALUE_LIMIT = 150  # and for its value
+LONG_ID_PREFIX = "doc#"  # never the start of a valid document id
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -84,10 +87,18 @@ def _option(text: str, value: str) -> dict[str, Any]:
     return {"text": _plain(text[:OPTION_TEXT_LIMIT]), "value": value}
 
 
+def document_option_value(doc_id: str) -> str:
+    """An option's value may hold 150 characters, and one longer value makes Slack refuse the whole list:
+    a long document id is sent as a short key (bot/slack/uploads.py maps it back)."""
+    if len(doc_id) <= OPTION_VALUE_LIMIT and not doc_id.startswith(LONG_ID_PREFIX):
+        return doc_id
+    return LONG_ID_PREFIX + hashlib.sha256(doc_id.encode()).hexdigest()[:32]
+
+
 def document_option(doc: DocumentRecord) -> dict[str, Any]:
     """One entry of the "replace an existing document" list: its title and id."""
     label = f"{doc.title} ({doc.doc_id})" if doc.title and doc.title != doc.doc_id else doc.doc_id
-    return _option(label, doc.doc_id)
+    return _option(label, document_option_value(doc.doc_id))
 
 
 def _input(block_id: str, label: str, element: dict[str, Any], *, optional: bool = False,

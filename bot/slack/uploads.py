@@ -42,7 +42,7 @@ from bot.slack.constants import (
     BLOCK_UPLOAD_SENSITIVITY,
 )
 from bot.slack.context import SlackServices
-from bot.slack.document_views import build_upload_status
+from bot.slack.document_views import LONG_ID_PREFIX, build_upload_status, document_option_value
 from bot.slack.intake import first_delivery
 from retrieval.ingest import DocumentOptions, IngestError, validate_doc_id
 from retrieval.parse import SUPPORTED_SUFFIXES, ParseError, parse_bytes
@@ -162,6 +162,14 @@ class CheckedUpload:
     existing: DocumentRecord | None = None
 
 
+async def _replaced_doc_id(core: Services, owner: Owner, value: str) -> str:
+    """The document an option of the replace list stands for (a long id was sent as a short key)."""
+    if not value.startswith(LONG_ID_PREFIX):
+        return value
+    matches = [d.doc_id for d in await managed_documents(core, owner) if document_option_value(d.doc_id) == value]
+    return matches[0] if matches else value
+
+
 async def check_upload(core: Services, owner: Owner | None, form: UploadForm) -> CheckedUpload:
     """What the server allows, whatever the modal offered. Errors name the modal block they belong to."""
     if owner is None:
@@ -173,7 +181,8 @@ async def check_upload(core: Services, owner: Owner | None, form: UploadForm) ->
     if form.new_doc_id and form.replace_doc_id:
         errors[BLOCK_UPLOAD_DOC_ID] = "Enter a new id or choose a document to replace, not both."
     elif form.replace_doc_id:
-        existing = await core.catalog.get_document(tenant_id=owner.tenant_id, doc_id=form.replace_doc_id)
+        replaced = await _replaced_doc_id(core, owner, form.replace_doc_id)
+        existing = await core.catalog.get_document(tenant_id=owner.tenant_id, doc_id=replaced)
         if existing is None or existing.status == "withdrawn" or not owner.manages(existing):
             errors[BLOCK_UPLOAD_REPLACE] = "You can only replace a current document whose groups you administer."
         else:

@@ -63,12 +63,11 @@ class DirectoryLister:
                     out.append(Fetched(key=key, doc_id=doc_id, result=NOT_MODIFIED, filename=key,
                                        validator=validator))
                     continue
-                data = file.read_bytes()
             except OSError as exc:
                 out.append(Fetched(key=key, doc_id=doc_id, result=ERROR, filename=key,
                                    message=f"cannot read file: {exc.strerror or exc}"))
                 continue
-            out.append(Fetched(key=key, doc_id=doc_id, result=CONTENT, filename=key, data=data,
+            out.append(Fetched(key=key, doc_id=doc_id, result=CONTENT, filename=key, path=file,
                                validator=validator))
         out.extend(Fetched(key=key, doc_id=known[key].doc_id, result=GONE, filename=key,
                            message="the file was deleted or renamed")

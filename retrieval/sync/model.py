@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-CONTENT = "content"  # data holds the item's bytes: the mirror submits them (same bytes = no-op)
+CONTENT = "content"  # data (or the file at path) holds the item's bytes: the mirror submits them (same bytes = no-op)
 NOT_MODIFIED = "not_modified"  # the validators say nothing changed; no bytes were read or sent
 GONE = "gone"  # the item no longer exists (file deleted, HTTP 404/410, moved elsewhere)
 ERROR = "error"  # this item could not be read this time; it keeps its current version
@@ -26,6 +27,7 @@ class Fetched:
     result: str
     filename: str = ""  # what the parser sees (its suffix picks the format); also the citation's path
     data: bytes | None = None
+    path: Path | None = None  # a folder file, read only when it is submitted (a listing holds no contents)
     url: str | None = None
     validator: str | None = None  # a folder file's size, mtime and options: unchanged = not re-read
     etag: str | None = None

@@ -118,13 +118,20 @@ class SyncRunner:
             if fetched.result == CONTENT:
                 claimed = await self.sources.owner_of(tenant_id=source.tenant_id, doc_id=fetched.doc_id)
                 if claimed is not None and claimed != source.source_id:
-                    await self._record(source, fetched, "error", message=f"document id {fetched.doc_id!r} is "
-                                       f"already kept in sync by another source ({claimed})", report=report)
+                    # Reported, not recorded: a row here would make this source a second claimant.
+                    report.items.append(ItemResult(fetched.key, fetched.doc_id, "error", message=(
+                        f"document id {fetched.doc_id!r} is already kept in sync by another source ({claimed})")))
+                    continue
+                try:
+                    data = fetched.data if fetched.path is None else await asyncio.to_thread(fetched.path.read_bytes)
+                except OSError as exc:
+                    await self._record(source, fetched, "error", message=f"cannot read file: {exc.strerror or exc}",
+                                       report=report, previous=item, keep_validators=True)
                     continue
                 doc = await self.catalog.get_document(tenant_id=source.tenant_id, doc_id=fetched.doc_id)
                 was_live = doc is not None and doc.status == "active" and doc.current_version is not None
                 outcome = await self.submitter.submit_bytes(
-                    fetched.data or b"", filename=fetched.filename, doc_id=fetched.doc_id, options=options,
+                    data or b"", filename=fetched.filename, doc_id=fetched.doc_id, options=options,
                     requested_by=f"sync:{source.source_id}")
                 submitted.append((fetched, outcome, was_live))
             elif fetched.result == NOT_MODIFIED:

@@ -28,7 +28,6 @@ from urllib.robotparser import RobotFileParser
 
 import httpx
 import lxml.html
-import trafilatura
 from lxml import etree
 
 from retrieval.sync.model import (
@@ -318,6 +317,8 @@ def main_content(page: str, url: str) -> bytes | None:
     The page's <title> is kept only when the content has no <h1>, because the parser prefers a <title>
     over the heading and site titles usually carry the site's name ("Expenses | Handbook").
     """
+    import trafilatura  # here, not at the top: it costs most of a second and only website syncs need it
+
     body = trafilatura.extract(page, url=url, output_format="html", include_tables=True, include_formatting=True,
                                include_links=False, include_images=False, include_comments=False)
     if not body:

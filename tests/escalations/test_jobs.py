@@ -24,7 +24,7 @@ from tests.escalations.seeded_week import seed_week
 from tests.escalations.slack_files import FakeSlackWithFiles
 
 ALL_JOBS = {"cairn.classify", "cairn.expiry", "cairn.digest", "cairn.digest_catch_up", "cairn.publish_due",
-            "cairn.index_cleanup", "cairn.retention", "cairn.sources"}
+            "cairn.index_cleanup", "cairn.retention", "cairn.sources", "cairn.relays"}
 
 
 @pytest.fixture

@@ -67,3 +67,30 @@ def test_the_split_is_fixed_and_roughly_half() -> None:
     assert halves == [split_of("squad", i) for i in ids]
     assert 150 < halves.count("tune") < 250
     assert set(halves) == {"tune", "report"}
+
+
+def test_the_sets_read_our_labels() -> None:
+    from bench.answers import handbook_cases, sample_cases
+
+    sample = {c.qid: c for c in sample_cases()}
+    assert sample["s-13"].answers == ("25 days",)                # our label replaces the passage start
+    assert sample["s-01"].answers == ("GBP 210",)                # gold_text where it is the fact already
+    assert sample["s-43"].kind == "human" and sample["s-43"].expect == "escalate"
+    assert sample["x-02"].question.startswith("I need someone from HR")
+    handbooks = handbook_cases()
+    answerable = [c for c in handbooks if c.kind == "answerable"]
+    assert answerable and all(c.answers for c in answerable)
+    assert {c.kind for c in handbooks} == {"answerable", "near_miss", "ooc"}
+    assert {c.lang for c in handbooks} == {"en", "ar"}
+
+
+def test_the_limit_applies_per_kind_and_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.answers import _limit
+
+    cases = [Case("squad", f"q-{i}", "?", kind) for i in range(40) for kind in ("answerable", "ooc")]
+    monkeypatch.setenv("CAIRN_BENCH_LIMIT", "3")
+    chosen = _limit(cases, ["tune"])
+    assert {c.split for c in chosen} == {"tune"}
+    assert sorted(c.kind for c in chosen) == ["answerable"] * 3 + ["ooc"] * 3
+    monkeypatch.delenv("CAIRN_BENCH_LIMIT")
+    assert len(_limit(cases, ["tune", "report"])) == len(cases)

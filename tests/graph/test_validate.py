@@ -205,3 +205,32 @@ async def test_the_validate_node_fact_checks_an_extractive_draft_and_removes_it(
     # the title, heading, version and effective date the answerer was shown count as sent text
     dated = await validate(state(f"The travel policy is effective from 1 January 2025 [{A}]."))
     assert dated["validation"]["ok"], dated["validation"]
+
+
+def test_a_quotation_is_one_sentence_up_to_its_closing_mark() -> None:
+    quoted = f"According to the Travel Policy: “The limit is GBP 210. Spa charges are personal.” [{A}]"
+    assert segment(quoted) == [quoted]
+    assert validate_answer(quoted, SENT, texts=TEXTS).ok
+    arabic = f"وفقًا لـ«سياسة الإجازات»: «يستحق الموظف 25 يومًا. تبدأ السنة في يناير.» [{B}]"
+    assert validate_answer(arabic, SENT, texts=TEXTS).ok
+    # after the quote closes, a new sentence needs its own citation
+    assert not validate_answer(f"“London is GBP 210.” [{A}] Spa visits are always reimbursed.", SENT).ok
+
+
+def test_arabic_number_words_are_figures_too() -> None:
+    hajj = "يحق للموظف المسلم إجازة لأداء فريضة الحج مدتها **10 أيام** مدفوعة الأجر، مرة واحدة طوال مدة خدمته."
+    texts = {B: hajj}
+    assert validate_answer(f"مدة إجازة الحج عشرة أيام مدفوعة الأجر [{B}].", SENT, texts=texts).ok
+    assert validate_answer(f"تُمنح إجازة الحج مرة واحدة [{B}].", SENT, texts=texts).ok  # "one" alone is no figure
+    changed = validate_answer(f"مدة إجازة الحج عشرون يومًا [{B}].", SENT, texts=texts)
+    assert [p["kind"] for p in changed.problems] == ["unsupported_number"]
+    teen = validate_answer(f"مدتها خمسة عشر يومًا [{B}].", SENT, texts=texts)
+    assert [p["kind"] for p in teen.problems] == ["unsupported_number"]
+
+
+def test_arabic_month_names_make_dates() -> None:
+    notice = "From 1 July 2026, staff are reimbursed at USD 0.62 per mile."
+    texts = {A: notice}
+    assert validate_answer(f"يسري المعدل الجديد من ١ يوليو ٢٠٢٦ [{A}].", SENT, texts=texts).ok
+    moved = validate_answer(f"يسري المعدل الجديد من ١ أغسطس ٢٠٢٦ [{A}].", SENT, texts=texts)
+    assert [p["kind"] for p in moved.problems] == ["unsupported_number"]

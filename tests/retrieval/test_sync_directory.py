@@ -121,6 +121,10 @@ async def test_a_document_id_kept_by_another_source_is_not_taken_over(services: 
     clash = await runner.run(two)
     assert results(clash) == {"rules.md": "error"} and clash.status == "partial"
     assert "already kept in sync by another source" in (clash.items[0].message or "")
+    assert await sources.owner_of(tenant_id=TENANT, doc_id="rules") == one.source_id
+    assert await sources.items(source_id=two.source_id) == {}  # the refused source claims nothing
+    assert results(await runner.run(one)) == {"rules.md": "not_modified"}  # the first source keeps it
+    assert results(await runner.run(two)) == {"rules.md": "error"}
     assert [s.location for s in await sources.list_sources()] == sorted([str(tmp_path / "one"),
                                                                          str(tmp_path / "two")])
 

@@ -125,19 +125,23 @@ async def test_without_a_sitemap_links_are_followed_and_page_errors_stay_per_pag
     title, body = site.pages["/handbook/"]
     site.pages["/handbook/"] = (title, body + '<p><a href="/handbook/elsewhere/">Elsewhere</a>'
                                        '<a href="/handbook/old-rituals/">Old</a><a href="/handbook/broken/">'
-                                       'Broken</a><a href="/outside/">Outside</a></p>')
+                                       'Broken</a><a href="/outside/">Outside</a><a href="/handbook/slow/">Slow'
+                                       '</a></p>')
+    site.pages["/handbook/slow/"] = ("Slow", "<p>answers after the timeout</p>")
+    site.stalls["/handbook/slow/"] = 3.0
     site.pages["/handbook/broken/"] = ("Broken", "<p>never served</p>")
     site.statuses["/handbook/broken/"] = 503
     await site.start()
     try:
         sources, runner = await mirror(services)
-        source = await add_site(sources, site)
+        source = await add_site(sources, site, timeout_s=0.5)
         report = await runner.run(source)
     finally:
         await site.stop()
     results = {item.key: (item.result, item.message) for item in report.items}
     assert results["/handbook/severance"][0] == "new" and results["/handbook/our-rituals"][0] == "new"
     assert results["/handbook/broken"] == ("error", "HTTP 503")
+    assert results["/handbook/slow"] == ("error", "timed out after 0.5 s")
     assert results["/handbook/elsewhere"][0] == "error" and "outside the source" in str(results["/handbook/elsewhere"][1])
     # A link that redirects to a page of the source is that page, once; its old path never became a document.
     assert "/handbook/old-rituals" not in results

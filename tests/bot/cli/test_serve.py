@@ -90,12 +90,19 @@ async def test_serve_http(tmp_path: Path, handbook_template: Path, embedder: Emb
 
 
 async def test_serve_socket_mode(cairn: Cairn) -> None:
-    settings = cairn.settings.model_copy(update={"slack_app_token": "xapp-test"})
+    settings = cairn.settings.model_copy(update={"slack_app_token": "xapp-test", "digest_channel": "C0DIGEST"})
+    cairn.fake.reject_channel("C0DIGEST", "not_in_channel")
     stop = asyncio.Event()
+    port = free_port()
     server = asyncio.create_task(server_process.run_server(settings, cairn.services, mode="socket",
-                                                          host="127.0.0.1", port=free_port(), stop=stop))
+                                                          host="127.0.0.1", port=port, stop=stop))
     try:
         await cairn.fake.wait_for("apps.connections.open")
+        # The preflight at start found the digest channel the bot is not in, and says so on /readyz.
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            await wait_healthy(client, server)
+            ready = (await client.get("/readyz")).json()
+        assert any("C0DIGEST" in p and "/invite @Cairn" in p for p in ready["slack"]), ready
         envelope = await cairn.fake.send_socket_event(dm_event("What is the per diem for meals?",
                                                                "1699000002.000100"))
         await cairn.fake.wait_for("socket_ack", lambda c: c.params.get("envelope_id") == envelope)

@@ -13,7 +13,7 @@ async def test_an_executives_question_in_a_public_channel_gets_only_everyone_con
     await cairn.event(cairn.mention(CAR, user=ERIN, channel="C0GENERAL"))
     reply = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "C0GENERAL")
     await cairn.settle()
-    assert "900" not in reply.text and "Executive Allowances" not in reply.text
+    assert "GBP 900" not in reply.text and "Executive Allowances" not in reply.text
     hint = cairn.fake.calls_to("chat.postEphemeral", lambda c: c.params.get("user") == ERIN)
     assert hint and "direct messages" in hint[0].text
 
@@ -21,7 +21,7 @@ async def test_an_executives_question_in_a_public_channel_gets_only_everyone_con
 async def test_the_same_question_in_a_dm_uses_the_askers_own_scope(cairn: Cairn) -> None:
     await cairn.event(cairn.message(CAR, user=ERIN, channel="D0ERIN"))
     reply = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "D0ERIN")
-    assert "900" in reply.text and "Executive Allowances" in reply.text
+    assert "GBP 900" in reply.text and "Executive Allowances" in reply.text
     assert not cairn.fake.calls_to("chat.postEphemeral")
 
 
@@ -30,13 +30,13 @@ async def test_a_private_channel_answers_from_what_every_member_may_read(cairn: 
     cairn.fake.members["G0EXEC"] = [ERIN, "U0OLIVIA", cairn.fake.bot_user_id]  # both may read executive documents
     await cairn.event(cairn.mention(CAR, user=ERIN, channel="G0EXEC"))
     reply = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "G0EXEC")
-    assert "900" in reply.text
+    assert "GBP 900" in reply.text
 
     cairn.fake.channels["G0MIXED"] = {"is_private": True}
     cairn.fake.members["G0MIXED"] = [ERIN, "U0BOB"]  # Bob may not
     await cairn.event(cairn.mention(CAR, user=ERIN, channel="G0MIXED"))
     mixed = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "G0MIXED")
-    assert "900" not in mixed.text
+    assert "GBP 900" not in mixed.text
 
 
 async def test_a_shared_channel_answers_for_the_customer_audience(cairn: Cairn) -> None:
@@ -51,9 +51,9 @@ async def test_an_escalation_thread_never_quotes_a_restricted_answer_outside_its
     ask = cairn.message(CAR, user=ERIN, channel="D0ERIN")
     await cairn.event(ask)
     answer = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "D0ERIN")
-    assert "900" in answer.text
+    assert "GBP 900" in answer.text
     await cairn.settle()
     await cairn.event(cairn.message("I want to talk to a person.", user=ERIN, channel="D0ERIN", thread_ts=ask["ts"]))
     root = await cairn.fake.wait_for("chat.postMessage", lambda c: c.channel == ESCALATION_CHANNEL)
-    assert "900" not in root.text and "Car Allowance" not in root.text
+    assert "GBP 900" not in root.text and "Car Allowance" not in root.text
     assert "answer left out" in root.text and CAR in root.text  # the asker's own words stay

@@ -154,3 +154,19 @@ def test_an_answer_carries_its_turn_id() -> None:
     assert answer_turn_id(msg) == "t-9"
     assert answer_turn_id(build_admin_answer(text="Answer from Adam: yes", turn_id="t-8")) == "t-8"
     assert answer_turn_id({"blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]}) is None
+
+
+def test_replace_options_stay_within_slacks_option_limits_for_long_document_ids() -> None:
+    from bot.slack.document_views import document_option, document_option_value
+    from store.records import DocumentRecord
+    from tests.slack_rules import option_problems
+
+    def doc(doc_id: str, title: str) -> DocumentRecord:
+        return DocumentRecord(tenant_id="larkspur", doc_id=doc_id, title=title, policy_id=None, owner=None,
+                              sensitivity="internal", groups=("everyone",), acl_version=1, current_version="v1",
+                              status="published", superseded_by=None, supersedes=None)
+
+    long_id = "policies/" + "very-long-section/" * 12 + "travel"
+    option = document_option(doc(long_id, "Travel " * 20))
+    assert option_problems(option) == [] and option["value"] == document_option_value(long_id) != long_id
+    assert document_option(doc("finance/travel", "Travel"))["value"] == "finance/travel"  # short ids as they are
