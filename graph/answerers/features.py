@@ -132,10 +132,18 @@ def _fold(text: str) -> str:
 
 
 def stem(token: str) -> str:
-    """Just enough English stemming for overlap: units/unit, days/day, booking/book."""
+    """Just enough English stemming for overlap: units/unit, days/day, taxes/tax, executives/executive,
+    booking/book."""
+    if not token.isascii():
+        return token
     for suffix in ("'s", "ies", "es", "s", "ing", "ed"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3 and token.isascii():
-            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
+        if not token.endswith(suffix) or len(token) - len(suffix) < 3:
+            continue
+        if suffix == "es" and not token[:-2].endswith(("s", "x", "z", "ch", "sh")):
+            continue  # "executives" is "executive" + s, "taxes" is "tax" + es
+        if suffix == "s" and token.endswith("ss"):
+            return token  # "business", "access"
+        return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
     return token
 
 
