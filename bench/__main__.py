@@ -65,7 +65,7 @@ def sections() -> list[Section]:
         Section("sync", "website sync of the GitLab handbook served on 127.0.0.1: pages/s, first run and "
                 "unchanged re-run", section_sync),
         Section("robustness", "CLI wall times (--help, docs, cold ask); Slack ack p95 while a 20 MB upload is "
-                "ingested; a 16,000-deep HTML refused (issue 14)", section_robustness),
+                "ingested; a 16,000-deep HTML refused", section_robustness),
     ]
 
 
