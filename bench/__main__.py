@@ -43,6 +43,7 @@ def sections() -> list[Section]:
     from bench.ingest import section_ingest
     from bench.latency import section_latency
     from bench.retrieval import section_arcd, section_handbooks, section_squad, section_xquad
+    from bench.robustness import section_robustness
     from bench.slack_ack import section_slack_ack
     from bench.sync import section_sync
 
@@ -63,6 +64,8 @@ def sections() -> list[Section]:
                 "per set and language, tune and report splits (issue 12)", section_answers),
         Section("sync", "website sync of the GitLab handbook served on 127.0.0.1: pages/s, first run and "
                 "unchanged re-run", section_sync),
+        Section("robustness", "CLI wall times (--help, docs, cold ask); Slack ack p95 while a 20 MB upload is "
+                "ingested; a 16,000-deep HTML refused", section_robustness),
     ]
 
 

@@ -3,7 +3,7 @@ robots.txt, sitemap, ETags) and served on 127.0.0.1, synced into a home of its o
 
 The first run fetches, extracts and ingests every page (embedding dominates); the unchanged re-run sends
 one conditional request per page and gets 304s. Both run at the source defaults (4 requests at a time,
-0.1 s between request starts) and, to show what the pacing costs, the re-run again without the pause.
+0.025 s between request starts) and, to show what the pacing costs, the re-run again without the pause.
 """
 
 from __future__ import annotations

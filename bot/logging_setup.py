@@ -73,7 +73,8 @@ def configure_logging(*, log_content: bool = False, level: int = logging.INFO,
                       stream: IO[str] | None = None) -> logging.Handler:
     """Replace the root handlers with one JSON-lines handler on `stream` (stderr by default).
 
-    Called once by a long-running entry point (`cairn serve`); the CLI keeps plain text.
+    Called once by the long-running entry point (`cairn serve`, at its start); other CLI commands keep
+    plain text on stderr.
     """
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())

@@ -27,7 +27,8 @@ from retrieval.chunk import ChunkDraft, chunk_document
 from retrieval.embed import EmbeddedText, Embedder
 from retrieval.index import IndexPoint, VectorIndex, point_id_for
 from retrieval.language import detect_language
-from retrieval.parse import SUPPORTED_SUFFIXES, ParsedDocument, ParseError, _size_phrase, parse_bytes
+from retrieval.parse import SUPPORTED_SUFFIXES, ParsedDocument, ParseError, _size_phrase
+from retrieval.parse.isolated import parse_in_worker
 from store.access import EVERYONE
 from store.catalog import Catalog, NewChunk, chunk_id_for
 from store.disk import ensure_free
@@ -208,7 +209,9 @@ class Ingestor:
             await step("parsing")
             # Parsing and chunking are CPU work on untrusted input: off the event loop, under the
             # job's budget, so neither a large nor a hostile file stalls the server's other work.
-            parsed, drafts, langs = await self._within_budget(deadline, asyncio.to_thread(self._prepare, job))
+            data = await asyncio.to_thread(Path(job.raw_path).read_bytes)
+            parsed = await self._within_budget(deadline, parse_in_worker(data, filename=job.source_path))
+            drafts, langs = await self._within_budget(deadline, asyncio.to_thread(self._chunk, parsed))
             existing = await self.catalog.find_version_by_hash(
                 tenant_id=job.tenant_id, doc_id=job.doc_id, content_hash=job.content_hash)
             if existing is not None and existing.state in ("published", "scheduled"):
@@ -297,11 +300,8 @@ class Ingestor:
             return FileOutcome(path=job.source_path, doc_id=job.doc_id, status=failed.state,
                                message=failed.last_error, job_id=job.job_id)
 
-    def _prepare(self, job: JobRecord) -> tuple[ParsedDocument, list[ChunkDraft], list[str]]:
-        """Read, parse and chunk one job's file (in a worker thread): the sections, the chunk drafts
-        and each chunk's language."""
-        data = Path(job.raw_path).read_bytes()
-        parsed = parse_bytes(data, filename=job.source_path)
+    def _chunk(self, parsed: ParsedDocument) -> tuple[list[ChunkDraft], list[str]]:
+        """Chunk a parsed document (in a worker thread): the chunk drafts and each chunk's language."""
         # Refuse a document far over the passage limit before paying for chunking it.
         estimate = sum(len(s.text) for s in parsed.sections) // (4 * max(self.chunk_tokens - self.chunk_overlap, 1))
         if estimate > 2 * self.max_chunks:
@@ -312,11 +312,11 @@ class Ingestor:
             raise ParseError("parsing left no text to index; check that the file has readable body text")
         if len(drafts) > self.max_chunks:
             raise IngestError(_too_many_chunks(f"{len(drafts):,}", self.max_chunks))
-        return parsed, drafts, [detect_language(d.text) for d in drafts]
+        return drafts, [detect_language(d.text) for d in drafts]
 
     async def _within_budget(self, deadline: float, work: Awaitable[T]) -> T:
-        """Await `work` until the job's deadline; past it the job fails for good with the reason (a
-        worker thread still busy with it is left to finish, its result unused)."""
+        """Await `work` until the job's deadline; past it the job fails for good with the reason (a parse
+        is stopped with its worker process; a thread still busy is left to finish, its result unused)."""
         try:
             return await asyncio.wait_for(work, timeout=max(deadline - time.monotonic(), 0.001))
         except TimeoutError:

@@ -16,6 +16,7 @@ import logging
 import os
 
 from bot.cli.common import CommandError, local_services
+from bot.logging_setup import configure_logging
 from bot.server import ServeError, presence, run_server
 from bot.services import running_server
 from bot.settings import Settings
@@ -60,6 +61,8 @@ def slack_mode(args: argparse.Namespace, settings: Settings) -> str | None:
 
 async def serve(args: argparse.Namespace, settings: Settings) -> int:
     mode = slack_mode(args, settings)
+    # The long-running process logs JSON lines, redacted unless CAIRN_LOG_CONTENT (bot/logging_setup.py).
+    configure_logging(log_content=settings.log_content, level=logging.INFO)
     other = running_server(settings)
     if other and int(str(other.get("pid"))) != os.getpid():
         raise CommandError(f"cairn serve is already running for {settings.cairn_home} (pid {other['pid']})")

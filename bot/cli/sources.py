@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--every", metavar="DURATION", help="run it on this schedule under `cairn serve` (30m, 6h, 1d; "
                                                        "'off' to stop)")
     p.add_argument("--concurrency", type=int, help="websites: requests at a time (default 4)")
-    p.add_argument("--delay", type=float, metavar="S", help="websites: seconds between request starts (default 0.1)")
+    p.add_argument("--delay", type=float, metavar="S", help="websites: seconds between request starts (default 0.025)")
 
     p = add_command(sub, "sources", list_sources, help="the sources kept in sync, their last run and errors")
     p.add_argument("--tenant")

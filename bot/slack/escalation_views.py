@@ -15,8 +15,8 @@ from bot.slack.text import encode
 from bot.slack.views import (
     SECTION_LIMIT,
     Message,
-    _button,
-    _context,
+    button,
+    context_block,
     escalation_line,
     passage_line,
     reason_label,
@@ -98,15 +98,15 @@ def _escalation_status_blocks(e: EscalationRecord) -> list[dict[str, Any]]:
     if e.status in ("resolved", "expired"):
         who = f" by <@{e.resolved_by}>" if e.resolved_by else ""
         mark = ":white_check_mark: Resolved" if e.status == "resolved" else ":hourglass: Expired"
-        return [_context([f"{mark}{who}. Replies here are no longer relayed."])]
-    buttons = [_button("Resolve", ACTION_RESOLVE, e.escalation_id, style="primary")]
+        return [context_block([f"{mark}{who}. Replies here are no longer relayed."])]
+    buttons = [button("Resolve", ACTION_RESOLVE, e.escalation_id, style="primary")]
     if not e.claimed_by:
-        buttons.append(_button("Claim", ACTION_CLAIM, e.escalation_id))
+        buttons.append(button("Claim", ACTION_CLAIM, e.escalation_id))
     notes = ["Reply in this thread to answer: each reply is relayed to the user, attributed to you. "
              f"Press Resolve (or `{SLASH_COMMAND} resolve {e.escalation_id}`) when done."]
     if e.claimed_by:
         notes.append(f":raising_hand: Claimed by <@{e.claimed_by}>")
-    return [_context(notes), {"type": "actions", "block_id": BLOCK_ESCALATION_ACTIONS, "elements": buttons}]
+    return [context_block(notes), {"type": "actions", "block_id": BLOCK_ESCALATION_ACTIONS, "elements": buttons}]
 
 
 def build_thread_followup(*, user_id: str, text: str) -> Message:
@@ -117,7 +117,7 @@ def build_thread_followup(*, user_id: str, text: str) -> Message:
 
 def build_thread_note(mrkdwn: str) -> Message:
     """A line of Cairn's own in the thread; anything from outside in it is already encoded."""
-    return {"text": mrkdwn, "blocks": [_context([mrkdwn])]}
+    return {"text": mrkdwn, "blocks": [context_block([mrkdwn])]}
 
 
 def build_escalation_note(escalation: EscalationRecord, note: ThreadNote) -> Message:

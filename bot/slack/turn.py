@@ -20,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.constants import session_id_for
 from bot.slack.context import SlackServices
+from bot.slack.text import encode
 from bot.slack.views import build_answer, build_error, build_notice, build_placeholder
 from graph.runner import TurnOutcome
 from store.records import Scope
@@ -27,8 +28,8 @@ from store.records import Scope
 log = logging.getLogger(__name__)
 
 # Only the asker sees it, under a channel answer computed from what every member may read.
-PRIVATE_ANSWER = ("This answer uses only what everyone in this channel may read. You may read more on this: "
-                  "ask me in our direct messages for an answer from everything you have access to.")
+PRIVATE_ANSWER = ("This answer uses only what everyone in this channel may read. You may read more on this, so "
+                  "I've sent you an answer from everything you have access to in our direct messages.")
 # Said instead of "a person will answer" when no channel and no admin could be reached in Slack.
 UNREACHABLE = ("I couldn't reach anyone on the Cairn team in Slack just now, so nobody has seen your question yet. "
                "It is saved as {escalation_id} and the Cairn admins can find it with `cairn escalations`; if it is "
@@ -95,8 +96,9 @@ async def answer_in_thread(services: SlackServices, client: AsyncWebClient, ask:
 
 async def _offer_a_private_answer(services: SlackServices, client: AsyncWebClient, ask: Ask, asker: Scope,
                                   outcome: TurnOutcome) -> None:
-    """The channel got the answer everyone there may read; when the asker may read a better one, tell
-    them (only them) where to get it."""
+    """The channel got the answer everyone there may read; when the asker may read a better one, it goes
+    to them alone: a conversation in their DM (the question quoted as its root, like `/cairn ask`), and a
+    note only they see in the channel thread."""
     try:
         mine = await services.core.searcher.search(ask.text, asker)
     except Exception:
@@ -106,10 +108,17 @@ async def _offer_a_private_answer(services: SlackServices, client: AsyncWebClien
     if mine.gate is not None or not mine.passages or mine.passages[0].chunk_id in shown:
         return
     try:
+        dm = str((await client.conversations_open(users=ask.user_id))["channel"]["id"])
+        root = await client.chat_postMessage(channel=dm, text=f"You asked in <#{ask.channel}>: {encode(ask.text)}")
         await client.chat_postEphemeral(channel=ask.channel, user=ask.user_id, thread_ts=ask.thread_ts,
                                         **build_notice(PRIVATE_ANSWER))
     except SlackApiError as exc:
-        log.info("chat.postEphemeral failed: %s", exc)
+        log.info("the private answer could not be offered: %s", exc)
+        return
+    root_ts = str(root["ts"])
+    await answer_in_thread(services, client, Ask(
+        team_id=ask.team_id, channel=dm, user_id=ask.user_id, user_team=ask.user_team, text=ask.text,
+        message_ts=root_ts, thread_ts=root_ts))
 
 
 async def show_outcome(services: SlackServices, client: AsyncWebClient, ask: Ask, outcome: TurnOutcome, *,

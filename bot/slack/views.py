@@ -101,7 +101,7 @@ def _sections(mrkdwn: str) -> list[dict[str, Any]]:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": chunk}} for chunk in chunks]
 
 
-def _context(lines: Sequence[str], *, block_id: str | None = None) -> dict[str, Any]:
+def context_block(lines: Sequence[str], *, block_id: str | None = None) -> dict[str, Any]:
     if len(lines) > CONTEXT_ELEMENTS:  # Slack caps a context block at 10 elements
         lines = [*lines[:CONTEXT_ELEMENTS - 1], "\n".join(lines[CONTEXT_ELEMENTS - 1:])]
     block: dict[str, Any] = {"type": "context",
@@ -111,7 +111,7 @@ def _context(lines: Sequence[str], *, block_id: str | None = None) -> dict[str, 
     return block
 
 
-def _button(text: str, action_id: str, value: str, *, style: str | None = None) -> dict[str, Any]:
+def button(text: str, action_id: str, value: str, *, style: str | None = None) -> dict[str, Any]:
     button: dict[str, Any] = {"type": "button", "text": {"type": "plain_text", "text": text, "emoji": True},
                               "action_id": action_id, "value": value}
     if style:
@@ -120,7 +120,7 @@ def _button(text: str, action_id: str, value: str, *, style: str | None = None) 
 
 
 def feedback_buttons(turn_id: str) -> list[dict[str, Any]]:
-    return [_button("👍", ACTION_FEEDBACK_UP, turn_id), _button("👎", ACTION_FEEDBACK_DOWN, turn_id)]
+    return [button("👍", ACTION_FEEDBACK_UP, turn_id), button("👎", ACTION_FEEDBACK_DOWN, turn_id)]
 
 
 def build_placeholder() -> Message:
@@ -135,9 +135,9 @@ def build_answer(*, answer: str, citations: Sequence[Mapping[str, Any]], turn_id
     blocks = _sections(encode(text))
     blocks[0]["block_id"] = BLOCK_ANSWER_TURN_PREFIX + turn_id  # "Why this answer?" finds the turn here
     if sources:
-        blocks.append(_context([encode(s) for s in sources], block_id=BLOCK_ANSWER_SOURCES))
+        blocks.append(context_block([encode(s) for s in sources], block_id=BLOCK_ANSWER_SOURCES))
     blocks.append({"type": "actions", "block_id": BLOCK_ANSWER_ACTIONS, "elements": [
-        _button("Talk to a person", ACTION_TALK_TO_PERSON, session_id), *feedback_buttons(turn_id)]})
+        button("Talk to a person", ACTION_TALK_TO_PERSON, session_id), *feedback_buttons(turn_id)]})
     fallback = encode(text) + ("\n" + "\n".join(encode(s) for s in sources) if sources else "")
     return {"text": fallback, "blocks": blocks}
 
@@ -279,7 +279,7 @@ def build_home(*, is_staff: bool, is_admin: bool, escalations: Sequence[Escalati
         {"type": "section", "text": {"type": "mrkdwn", "text": HELP_TEXT}},
     ]
     if not is_staff:
-        blocks.append(_context(["You see the customer-facing documents only."]))
+        blocks.append(context_block(["You see the customer-facing documents only."]))
     if is_admin:
         blocks += [{"type": "divider"},
                    {"type": "header", "text": {"type": "plain_text", "text": f"Open escalations ({len(escalations)})"}}]
@@ -288,6 +288,6 @@ def build_home(*, is_staff: bool, is_admin: bool, escalations: Sequence[Escalati
                            "text": {"type": "mrkdwn", "text": "Nothing waiting for a person. :tada:"}})
         for e in escalations[:40]:  # a Home view holds at most 100 blocks
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": escalation_line(e, now)}})
-        blocks.append(_context([ADMIN_HELP_TEXT]))
+        blocks.append(context_block([ADMIN_HELP_TEXT]))
     blocks.extend(owner_blocks)
     return {"type": "home", "blocks": blocks[:100]}

@@ -24,7 +24,7 @@ from pathlib import Path
 from retrieval.ingest import WITHDRAWN, DocumentOptions, FileOutcome, Ingestor, ProgressCallback, Submitter
 from retrieval.sync.directory import DirectoryLister
 from retrieval.sync.model import CONTENT, ERROR, GONE, NOT_MODIFIED, SKIPPED, Fetched, ListingError
-from retrieval.sync.website import WebsiteLister
+from retrieval.sync.website import DEFAULT_CONCURRENCY, DEFAULT_DELAY_S, WebsiteLister
 from store.access import EVERYONE
 from store.catalog import Catalog
 from store.db import iso
@@ -256,7 +256,8 @@ def lister_for(source: SourceRecord, *, max_bytes: int) -> DirectoryLister | Web
     if source.kind == "directory":
         return DirectoryLister(Path(source.location), options_key=options_key(source))
     settings = source.settings
-    return WebsiteLister(source.location, concurrency=int(settings.get("concurrency", 4)),  # type: ignore[call-overload]
-                         delay_s=float(settings.get("delay_s", 0.1)),  # type: ignore[arg-type]
+    return WebsiteLister(source.location,
+                         concurrency=int(settings.get("concurrency", DEFAULT_CONCURRENCY)),  # type: ignore[call-overload]
+                         delay_s=float(settings.get("delay_s", DEFAULT_DELAY_S)),  # type: ignore[arg-type]
                          timeout_s=float(settings.get("timeout_s", 10.0)),  # type: ignore[arg-type]
                          max_pages=int(settings.get("max_pages", 2000)), max_bytes=max_bytes)  # type: ignore[call-overload]

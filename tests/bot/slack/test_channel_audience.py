@@ -15,7 +15,9 @@ async def test_an_executives_question_in_a_public_channel_gets_only_everyone_con
     await cairn.settle()
     assert "GBP 900" not in reply.text and "Executive Allowances" not in reply.text
     hint = cairn.fake.calls_to("chat.postEphemeral", lambda c: c.params.get("user") == ERIN)
-    assert hint and "direct messages" in hint[0].text
+    assert hint and "direct messages" in hint[0].text  # only she sees it
+    private = await cairn.fake.wait_for("chat.update", lambda c: c.channel == "D0ERIN")  # the fuller answer
+    assert "GBP 900" in private.text
 
 
 async def test_the_same_question_in_a_dm_uses_the_askers_own_scope(cairn: Cairn) -> None:

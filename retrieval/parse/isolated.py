@@ -1,0 +1,58 @@
+"""Parsing in a separate process, so untrusted files cannot hold the server's interpreter.
+
+A parser is CPU-bound Python: on a thread it still takes the interpreter lock for most of its time,
+and the event loop that acknowledges Slack events and answers questions waits for it (a 20 MB
+Markdown file held acks around half a second). In a worker process it shares nothing; and a parse
+that runs past its job's budget is stopped for real — the worker is killed and replaced — instead of
+being left to run on a thread nobody can stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import multiprocessing
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from retrieval.parse import ParsedDocument, parse_bytes
+
+WORKERS = 2
+_pool: ProcessPoolExecutor | None = None
+_lock = threading.Lock()
+
+
+def _current() -> ProcessPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            # spawn: a fresh interpreter, never a fork of a process holding model and database threads.
+            _pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"))
+        return _pool
+
+
+def _discard(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers (one may be stuck in a parse) and start afresh on the next call."""
+    global _pool
+    with _lock:
+        if _pool is pool:
+            _pool = None
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def parse_in_worker(data: bytes, *, filename: str) -> ParsedDocument:
+    """`parse_bytes` in a worker process; cancelling the call (a job's budget ran out) kills the worker."""
+    pool = _current()
+    future = asyncio.get_running_loop().run_in_executor(pool, functools.partial(parse_bytes, data,
+                                                                                filename=filename))
+    try:
+        return await future
+    except asyncio.CancelledError:
+        _discard(pool)
+        raise
+    except BrokenProcessPool as exc:  # the worker died (killed, or crashed on this file)
+        _discard(pool)
+        raise RuntimeError("the parsing process stopped while reading this file") from exc
