@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from graph.facts import Facts, facts_in, unsupported
 from retrieval.sentences import split_sentences
 
-_BRACKET = re.compile(r"\[([^\[\]\n]+)\]")
+# The citation pattern, exported once: a bracket that may hold chunk ids (see citations_in).
+CITATION_BRACKET = re.compile(r"\[([^\[\]\n]+)\]")
 _ID_TOKEN = re.compile(r"^[^\s\[\],;]+:[^\s\[\],;]+$")
 _CITATION_THEN_SENTENCE = re.compile(r"(?<=\])\s+(?=[\"'(]?[A-Z\u0600-\u06FF])")
 _DIGIT = re.compile(r"\d")
@@ -97,7 +98,7 @@ class Verdict:
 def citations_in(text: str) -> list[str]:
     """Every chunk-id-looking token inside square brackets, in order (duplicates kept)."""
     found: list[str] = []
-    for group in _BRACKET.findall(text):
+    for group in CITATION_BRACKET.findall(text):
         for token in re.split(r"[,;]", group):
             token = token.strip()
             if _ID_TOKEN.match(token):
@@ -106,7 +107,7 @@ def citations_in(text: str) -> list[str]:
 
 
 def strip_citations(text: str) -> str:
-    return _BRACKET.sub(lambda m: "" if citations_in(m.group(0)) else m.group(0), text)
+    return CITATION_BRACKET.sub(lambda m: "" if citations_in(m.group(0)) else m.group(0), text)
 
 
 def segment(text: str) -> list[str]:

@@ -23,8 +23,7 @@ from bot.slack.constants import (
     SLASH_COMMAND,
 )
 from bot.slack.text import encode, encode_relayed
-from graph.validate import _BRACKET as CITATION_BRACKET  # the citation pattern has one owner
-from graph.validate import citations_in
+from graph.validate import CITATION_BRACKET, citations_in  # the citation pattern has one owner
 from store.records import EscalationRecord, TurnRecord
 
 Message = dict[str, Any]
