@@ -194,7 +194,7 @@ class Embedder:
                     following.append((i, nxt))
             windows, first = following, False
         dense /= np.maximum(np.linalg.norm(dense, axis=1, keepdims=True), 1e-12)
-        alone = [(i, j) for i in which for j in np.flatnonzero(~done[i])]
+        alone = [(i, int(j)) for i in which for j in np.flatnonzero(~done[i])]
         if alone:  # sentences the pooling could not place: encoded on their own, as before
             fresh = self._encode_minilm([own[i][j] for i, j in alone], batch_size=batch_size)
             for (i, j), vec in zip(alone, fresh, strict=True):

@@ -85,7 +85,8 @@ def unknown_terms(terms: set[int], language: str, candidates: Sequence[Candidate
         return set()
     seen: set[int] = set()
     for cand in same:
-        seen.update(json.loads(cand.vectors["terms"]))
+        if cand.vectors is not None:
+            seen.update(json.loads(cand.vectors["terms"]))
     return terms - seen
 
 
@@ -203,7 +204,7 @@ class CrossEncoderReranker:
                                  apply_softmax=labels > 1)
         arr = np.asarray(raw, dtype=np.float32).reshape(len(candidates), -1)[:, -1]
         if labels == 1 and type(getattr(self.model, "activation_fn", None)).__name__ == "Identity":
-            arr = 1 / (1 + np.exp(-arr))
+            arr = (1 / (1 + np.exp(-arr))).astype(np.float32)
         return arr.tolist()
 
 
