@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import multiprocessing
+import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -23,12 +24,18 @@ _pool: ProcessPoolExecutor | None = None
 _lock = threading.Lock()
 
 
+def _background() -> None:
+    # Parsing is background work: on a busy machine the scheduler serves the server process first.
+    os.nice(10)
+
+
 def _current() -> ProcessPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
             # spawn: a fresh interpreter, never a fork of a process holding model and database threads.
-            _pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_background)
         return _pool
 
 
