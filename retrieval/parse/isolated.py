@@ -14,6 +14,7 @@ import functools
 import multiprocessing
 import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -27,6 +28,31 @@ _lock = threading.Lock()
 def _background() -> None:
     # Parsing is background work: on a busy machine the scheduler serves the server process first.
     os.nice(10)
+    _die_with(os.getppid())
+
+
+def _die_with(parent: int) -> None:
+    """A worker never outlives the process it parses for. Killed with -9, that process cannot stop
+    its pool; an orphaned worker would keep its inherited stdout and stderr open (whoever waits for
+    the dead command's output waits forever) and keep parsing for nobody. Linux delivers SIGKILL
+    when the parent dies; elsewhere a watchdog thread notices the parent is gone."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _current() -> ProcessPoolExecutor:
