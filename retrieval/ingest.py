@@ -32,6 +32,7 @@ from retrieval.parse.isolated import parse_in_worker
 from store.access import EVERYONE
 from store.catalog import Catalog, NewChunk, chunk_id_for
 from store.disk import ensure_free
+from store.document_options import option_problems
 from store.jobs import Jobs
 from store.records import JobRecord
 
@@ -223,6 +224,11 @@ class Ingestor:
             meta = parsed.metadata
             groups = options.groups or tuple(_str_list(meta.get("groups"))) or (EVERYONE,)
             check_groups(DocumentOptions(tenant_id=job.tenant_id, groups=groups), self.allowed_groups)
+            # Front matter is one more way options arrive: the same rules as the CLI's flags and Slack's modal.
+            problems = option_problems(sensitivity=options.sensitivity or _str(meta.get("sensitivity")),
+                                       policy_id=options.policy_id or _str(meta.get("policy_id")))
+            if problems:
+                raise IngestError("front matter: " + "; ".join(problems.values()))
 
             if existing is not None:  # a crash left this content registered but unpublished
                 version = existing.version

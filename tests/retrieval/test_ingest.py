@@ -126,6 +126,18 @@ async def test_first_ingest_publishes_with_metadata_and_confirmed_vectors(servic
     assert (job.state, job.attempts, job.last_error) == ("published", 1, None)
 
 
+@pytest.mark.parametrize(("front", "says"), [
+    (b"sensitivity: secret\n", "sensitivity must be one of public, internal, confidential"),
+    (b"policy_id: 'OPS PARK; DROP'\n", "a policy id uses letters, digits"),
+])
+async def test_front_matter_options_follow_the_same_rules_as_flags(services: Services, front: bytes,
+                                                                    says: str) -> None:
+    outcome = await ingest(services, b"---\ntitle: Parking Rules\n" + front + b"---\n# Parking\n\nStaff park in lot B.\n")
+    assert outcome.status == "failed" and outcome.message is not None
+    assert outcome.message.startswith("front matter: ") and says in outcome.message
+    assert await visible_versions(services) == set()
+
+
 async def test_crash_after_index_before_publish_keeps_v1_then_resumes_to_v2(services: Services) -> None:
     await ingest(services, V1)
     v1_points = (await all_points(services, "ops/parking"))["v1"]
