@@ -156,6 +156,8 @@ class _Server(uvicorn.Server):
 
 async def run_server(settings: Settings, services: Services, *, mode: str | None, host: str, port: int,
                      stop: asyncio.Event | None = None) -> None:
+    # One start-up and shut-down sequence, kept in one function (a little over 60 lines) because
+    # its order is the point: signals, preflight, workers, Slack, HTTP, then the same in reverse.
     from bot.scheduler import run_jobs
     from bot.slack.app import create_app
     from bot.slack.context import WorkTracker

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
+from bot.checks import Check
 from bot.cli.common import emit_json
 from bot.cli.parsers import add_command
 from bot.services import running_server, slack_preflight
 from bot.settings import Settings
-from bot.slack.preflight import Check
 from retrieval.embed import DENSE, DENSE_ML
 from retrieval.index import IndexLockedError, open_index
 from store.access import AccessFileError, AccessPolicy

@@ -6,18 +6,15 @@ of every channel Cairn posts to. `cairn doctor` prints these checks; `cairn serv
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Literal
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.checks import Check
 from bot.settings import Settings
 from store.access import AccessPolicy
 
 log = logging.getLogger(__name__)
-
-Status = Literal["ok", "warn", "fail"]
 
 # The bot scopes manifest.yml asks for, and what each is for (a test keeps the two in step).
 REQUIRED_SCOPES = {
@@ -28,16 +25,6 @@ REQUIRED_SCOPES = {
     "users:read": "guests and workspaces", "usergroups:read": "Slack user groups", "files:read": "uploads",
     "files:write": "the digest chart", "reactions:write": "the ✅ on relayed replies", "commands": "/cairn",
 }
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: Status
-    detail: str
-
-    def as_json(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "detail": self.detail}
 
 
 def channels_to_check(settings: Settings, access: AccessPolicy) -> dict[str, str]:
