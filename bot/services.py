@@ -150,8 +150,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
                                 escalation_deadline_hours=settings.escalation_deadline_hours,
                                 is_paused=controls.is_paused,
                                 conflict_check=lambda q, ps: detect_conflicts(q, ps, terms_of=embedder.terms))
-            runner = ConversationRunner(graph=graph, conversations=conversations, answerer=answerer,
-                                        on_turn=metrics.record_turn)
+            runner = ConversationRunner(graph=graph, conversations=conversations, on_turn=metrics.record_turn)
             yield Services(settings=settings, db=db, store=store, access=access, catalog=catalog, jobs=jobs, index=index,
                            embedder=embedder, searcher=searcher, ingestor=ingestor,
                            metrics=metrics, controls=controls,

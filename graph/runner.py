@@ -27,7 +27,6 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Command
 
-from graph.answerers import Answerer
 from graph.messages import abstention, attributed_answer, fixed, user_language
 from graph.state import PATH_RESET, AdminReply, EscalationPayload, passage_from_state, scope_to_state
 from graph.validate import citations_in
@@ -84,11 +83,10 @@ def _citations(answer: str, passages: list[Passage]) -> list[dict[str, object]]:
 
 
 class ConversationRunner:
-    def __init__(self, *, graph: Any, conversations: ConversationStore, answerer: Answerer | None = None,
+    def __init__(self, *, graph: Any, conversations: ConversationStore,
                  on_turn: Callable[[str, str | None, float], None] | None = None) -> None:
         self.graph = graph
         self.conversations = conversations
-        self.answerer = answerer
         # (route, reason, seconds) after every user turn: the server's metrics listen here.
         self.on_turn = on_turn
         # One turn at a time per session, one delivery at a time per escalation (in this process;

@@ -123,9 +123,6 @@ class Conflict:
     first: Quantity
     second: Quantity
 
-    def describe(self) -> str:
-        return (f"{self.first.raw} ({self.first.doc_id}) vs {self.second.raw} ({self.second.doc_id})")
-
 
 @dataclass(frozen=True)
 class ConflictReport:
