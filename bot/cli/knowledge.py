@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.common import CommandError, emit_json, local_services
-from bot.services import running_server
+from bot.services import open_store, running_server
 from bot.settings import Settings
 from retrieval.ingest import (
     DocumentOptions,
@@ -23,8 +23,6 @@ from retrieval.ingest import (
 )
 from retrieval.parse import SUPPORTED_SUFFIXES
 from store.access import AccessPolicy
-from store.catalog import Catalog
-from store.db import open_db
 from store.disk import LowDiskError
 from store.document_options import SENSITIVITIES, policy_id_problem
 from store.jobs import FINAL_STATES, UNFINISHED_STATES, Jobs
@@ -190,10 +188,9 @@ async def _not_run(jobs: Jobs, outcome: FileOutcome) -> FileOutcome:
 async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Planned],
                      options: DocumentOptions, *, quiet: bool) -> list[FileOutcome]:
     """The server owns the index: queue the jobs for its worker and follow their rows."""
-    db = await open_db(settings.db_path)
-    try:
-        jobs = Jobs(db)
-        submitter = Submitter(catalog=Catalog(db), jobs=jobs, raw_root=settings.raw_path,
+    async with open_store(settings) as store:
+        jobs = store.jobs
+        submitter = Submitter(catalog=store.catalog, jobs=jobs, raw_root=settings.raw_path,
                               max_bytes=settings.max_file_bytes,
                               allowed_groups=access.groups_of)
         outcomes = await _submit_all(submitter, planned, options)
@@ -212,8 +209,6 @@ async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Pla
                 await asyncio.sleep(0.5)
             final.append(outcome)
         return final
-    finally:
-        await db.close()
 
 
 class _Progress:
@@ -261,11 +256,8 @@ def _report(outcomes: list[FileOutcome], *, as_json: bool) -> int:
 
 
 async def docs(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings.db_path)  # read-only use: works while the server holds the index
-    try:
-        records = await Catalog(db).list_documents(tenant_id=args.tenant)
-    finally:
-        await db.close()
+    async with open_store(settings) as store:  # read-only use: works while the server holds the index
+        records = await store.catalog.list_documents(tenant_id=args.tenant)
     if args.json:
         emit_json([{"tenant": d.tenant_id, "doc_id": d.doc_id, "title": d.title, "version": d.current_version,
                     "status": d.status, "chunks": d.chunk_count, "groups": list(d.groups), "owner": d.owner,
@@ -292,12 +284,9 @@ def _job_dict(job: JobRecord) -> dict[str, object]:
 
 
 async def jobs_list(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings.db_path)  # a read: works while the server holds the index
-    try:
-        jobs = Jobs(db)
+    async with open_store(settings) as store:  # a read: works while the server holds the index
+        jobs = store.jobs
         records = await jobs.list(limit=50) if args.all else await jobs.list(limit=500, states=UNFINISHED_STATES)
-    finally:
-        await db.close()
     if args.json:
         for job in records:
             emit_json(_job_dict(job))
@@ -313,9 +302,8 @@ async def jobs_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def jobs_cancel(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings.db_path)  # SQLite only: the server's worker sees the cancellation
-    try:
-        jobs = Jobs(db)
+    async with open_store(settings) as store:  # SQLite only: the server's worker sees the cancellation
+        jobs = store.jobs
         matches = [j for j in await jobs.list(limit=100_000) if j.job_id.startswith(args.job_id)]
         if len(matches) != 1:
             raise CommandError(f"no job {args.job_id!r}" if not matches else
@@ -325,9 +313,7 @@ async def jobs_cancel(args: argparse.Namespace, settings: Settings) -> int:
             raise CommandError(f"job {job.job_id} has already finished ({job.state}); nothing to cancel")
         cancelled = await jobs.cancel(job_id=job.job_id) or job
         if cancelled.version:  # a version it registered will never publish: cleanup removes it
-            await Catalog(db).mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=cancelled.version)
-    finally:
-        await db.close()
+            await store.catalog.mark_failed(tenant_id=job.tenant_id, doc_id=job.doc_id, version=cancelled.version)
     if args.json:
         emit_json(_job_dict(cancelled))
     else:

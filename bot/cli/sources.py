@@ -10,15 +10,12 @@ from pathlib import Path
 
 from bot.cli.common import CommandError, emit_json, local_services
 from bot.cli.parsers import add_command
-from bot.services import running_server
+from bot.services import open_store, running_server
 from bot.settings import Settings
 from retrieval.ingest import Submitter
 from retrieval.sync import SyncReport, SyncRunner, kind_of, parse_duration
 from retrieval.sync.website import WebsiteLister
 from store.access import AccessFileError, AccessPolicy
-from store.catalog import Catalog
-from store.db import open_db
-from store.jobs import Jobs
 from store.sources import SourceRecord, Sources, source_id_for
 
 QUIET_RESULTS = ("not_modified", "unchanged")  # what a terminal run does not list item by item
@@ -90,20 +87,15 @@ async def _configure(sources: Sources, args: argparse.Namespace, access: AccessP
 async def _runner(settings: Settings, access: AccessPolicy) -> AsyncIterator[tuple[Sources, SyncRunner]]:
     """In this process when it can open the index; else the jobs go to the running server's worker."""
     if running_server(settings) and not settings.qdrant_url:
-        db = await open_db(settings.db_path)
-        try:
-            sources, jobs, catalog = Sources(db), Jobs(db), Catalog(db)
-            await sources.setup()
-            submitter = Submitter(catalog=catalog, jobs=jobs, raw_root=settings.raw_path,
+        async with open_store(settings) as store:
+            submitter = Submitter(catalog=store.catalog, jobs=store.jobs, raw_root=settings.raw_path,
                                   max_bytes=settings.max_file_bytes, allowed_groups=access.groups_of)
             print("cairn serve holds the index: jobs handed to its worker; following progress…", file=sys.stderr)
-            yield sources, SyncRunner(sources=sources, submitter=submitter, catalog=catalog, jobs=jobs)
-        finally:
-            await db.close()
+            yield store.sources, SyncRunner(sources=store.sources, submitter=submitter, catalog=store.catalog,
+                                            jobs=store.jobs)
         return
     async with local_services(settings) as services:
-        sources = Sources(services.db)
-        await sources.setup()
+        sources = services.store.sources
         yield sources, SyncRunner(sources=sources, submitter=services.ingestor.submitter, catalog=services.catalog,
                                   jobs=services.jobs, ingestor=services.ingestor)
 
@@ -138,13 +130,8 @@ def _print_report(report: SyncReport) -> None:
 
 
 async def list_sources(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings.db_path)  # read-only use: works while the server holds the index
-    try:
-        sources = Sources(db)
-        await sources.setup()
-        records = await sources.list_sources(tenant_id=args.tenant)
-    finally:
-        await db.close()
+    async with open_store(settings) as store:  # read-only use: works while the server holds the index
+        records = await store.sources.list_sources(tenant_id=args.tenant)
     if args.json:
         emit_json([{"source_id": s.source_id, "tenant": s.tenant_id, "kind": s.kind, "location": s.location,
                     "groups": list(s.groups or ("everyone",)), "owner": s.owner, "every_s": s.every_s,
