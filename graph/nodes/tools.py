@@ -22,7 +22,7 @@ from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
 from retrieval.conflicts import ConflictReport, negated_scopes
 from retrieval.language import detect_language
-from retrieval.search import Passage, Searcher
+from retrieval.search import Passage, Searcher, SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -79,22 +79,13 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                                        tool_call_id=call["id"], name="search_policies"))
                 continue
             searches.append({"query": query, **result.trace()})
-            found = list(result.passages)
-            if conflict_check is not None and not result.gate and found:
-                asked = await _conflict_question(state["question"], found, closest_sentence)
-                report = conflict_check(asked, found)
-                if report.found:
-                    conflicts.extend(report.as_json())
-                    signals.append("conflicting_sources")
-                # An ordered pair (later effective date, supersedes) is no conflict: quote only
-                # the passage that applies.
-                found = [p for p in found if p.chunk_id not in report.overridden]
-            gate = result.gate
-            if gate is None and found and "conflicting_sources" not in signals:
-                gap = find_gap(state["question"], found, min_score=result.min_score)
-                if gap is not None:  # a neighbouring rule, not the one asked about
-                    gate = "below_score_floor"
-                    searches[-1]["missing_terms"] = list(gap.missing)
+            found, gate, found_conflicts, missing = await _screen(state["question"], result, conflict_check,
+                                                                  closest_sentence)
+            if found_conflicts:
+                conflicts.extend(found_conflicts)
+                signals.append("conflicting_sources")
+            if missing:
+                searches[-1]["missing_terms"] = missing
             known = {p["chunk_id"] for p in passages}
             fresh = [passage_to_state(p) for p in found if p.chunk_id not in known]
             passages.extend(fresh)
@@ -117,6 +108,27 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
         return update
 
     return tools
+
+
+async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
+                  closest: ClosestSentence | None) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
+    """What a search result leaves for the answer: the passages (less those an ordering rule set
+    aside), the gate, the conflicts found, and the question's distinguishing words no passage fit to
+    quote holds (a neighbouring rule, not the one asked about: `below_score_floor`)."""
+    found, gate = list(result.passages), result.gate
+    conflicts: list[dict[str, Any]] = []
+    if conflict_check is not None and not gate and found:
+        report = conflict_check(await _conflict_question(question, found, closest), found)
+        conflicts = report.as_json()
+        # An ordered pair (later effective date, supersedes) is no conflict: quote only the
+        # passage that applies.
+        found = [p for p in found if p.chunk_id not in report.overridden]
+    missing: list[str] = []
+    if gate is None and found and not conflicts:
+        gap = find_gap(question, found, min_score=result.min_score)
+        if gap is not None:
+            gate, missing = "below_score_floor", list(gap.missing)
+    return found, gate, conflicts, missing
 
 
 async def _conflict_question(question: str, found: Sequence[Passage], closest: ClosestSentence | None) -> str:
