@@ -25,10 +25,10 @@ _pool: ProcessPoolExecutor | None = None
 _lock = threading.Lock()
 
 
-def _background() -> None:
+def _background(parent: int) -> None:
     # Parsing is background work: on a busy machine the scheduler serves the server process first.
     os.nice(10)
-    _die_with(os.getppid())
+    _die_with(parent)
 
 
 def _die_with(parent: int) -> None:
@@ -44,6 +44,8 @@ def _die_with(parent: int) -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    # `parent` is the pid the pool was made in, passed from there: read here, it would already be
+    # init's when the parent was killed while this interpreter was still starting.
     if os.getppid() != parent:  # the parent died before the signal was armed
         os._exit(1)
 
@@ -61,7 +63,7 @@ def _current() -> ProcessPoolExecutor:
         if _pool is None:
             # spawn: a fresh interpreter, never a fork of a process holding model and database threads.
             _pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_background)
+                                        initializer=_background, initargs=(os.getpid(),))
         return _pool
 
 

@@ -28,3 +28,12 @@ def test_a_killed_command_leaves_no_parse_worker_holding_its_output() -> None:
     # The worker inherited stdout and stderr: the pipes close only once it is gone too.
     out, _ = run.communicate(timeout=30)
     assert run.returncode == -signal.SIGKILL and out == ""
+
+
+def test_a_worker_whose_parent_died_while_it_started_exits_at_once() -> None:
+    # The pool passes its own pid; a worker that finds another parent (init, after a kill -9 during
+    # its start-up) must not wait for a parent-death signal that was armed too late.
+    script = "from retrieval.parse.isolated import _die_with\n_die_with(1)\nprint('still running')\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    assert done.returncode == 1 and "still running" not in done.stdout
