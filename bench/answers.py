@@ -32,7 +32,6 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,16 +39,14 @@ from typing import Any
 from bench import datasets as ds
 from bench.answer_scoring import contains_fact
 from bench.report import log, percentile, table, target
-from bench.workspace import Doc, Workspace, make_settings
-from bot.services import Services, open_services
+from bench.workspace import Workspace
+from bot.services import Services
 from graph.answerers.extractive import prepare_answer_vectors
 from store.records import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "out"
-SAMPLE = ROOT / "sample" / "handbook"
 SAMPLE_QUESTIONS = ROOT / "sample" / "questions.jsonl"
-SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
 # our labels for the sample: the fact asked where gold_text is only the passage's start, the kind of each
 # must-escalate line, and extra questions for the failure classes of issue 12
 SAMPLE_LABELS = Path(__file__).resolve().parent / "questions" / "sample.jsonl"
@@ -229,18 +226,7 @@ async def run_cases(services: Services, cases: Sequence[Case], scope_of: Callabl
 
 async def _sample_turns(ws: Workspace, cases: Sequence[Case]) -> list[Turn]:
     """The sample handbook in a home of its own (its access file and tenant), as each line's user."""
-    from bot.cli.knowledge import plan_files
-
-    async with AsyncExitStack() as stack:
-        settings = make_settings(ws.root / "answers-sample-home", SAMPLE_ACCESS, CAIRN_CHAT_MODEL=None)
-        svc = await stack.enter_async_context(open_services(settings, embedder=ws.embedder))
-        async with svc.db.execute("SELECT doc_id FROM documents WHERE tenant_id='larkspur'") as cur:
-            have = {r[0] for r in await cur.fetchall()}
-        docs = [Doc(item.doc_id or "", item.path.relative_to(SAMPLE).as_posix(), item.path.read_bytes())
-                for item in plan_files([SAMPLE], None) if item.doc_id and item.doc_id not in have]
-        if docs:
-            ran = await ws.ingest(docs, tenant="larkspur", services=svc)
-            log(f"ingested the sample handbook: {len(docs)} docs, {ran.chunks} chunks → tenant larkspur")
+    async with ws.sample_home("answers-sample-home") as svc:
         return await run_cases(svc, cases, lambda c: svc.access.resolve_cli(c.as_user))
 
 

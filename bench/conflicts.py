@@ -21,21 +21,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.datasets import Question
 from bench.report import log, table, target
-from bench.workspace import Doc, Workspace, make_settings
-from bot.services import open_services
+from bench.workspace import Workspace
 from retrieval.conflicts import ConflictReport, detect_conflicts
 from store.records import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample" / "handbook"
 SAMPLE_QUESTIONS = ROOT / "sample" / "questions.jsonl"
-SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
 TARGET = 0.02
 # The sample questions whose answer depends on an ordering rule (scope, later effective date).
 ORDERED = {"s-04": "trade-show exception names its scope", "s-11": "2026 notice: later date + supersedes"}
@@ -128,19 +124,8 @@ async def _handbooks(ws: Workspace) -> None:
 
 async def _sample(ws: Workspace) -> None:
     """The sample handbook in its own home (its own access file and tenant), through the whole graph."""
-    from bot.cli.knowledge import plan_files
-
     lines = [json.loads(x) for x in SAMPLE_QUESTIONS.read_text(encoding="utf-8").splitlines() if x.strip()]
-    async with AsyncExitStack() as stack:
-        settings = make_settings(ws.root / "sample-home", SAMPLE_ACCESS, CAIRN_CHAT_MODEL=None)
-        svc = await stack.enter_async_context(open_services(settings, embedder=ws.embedder))
-        async with svc.db.execute("SELECT doc_id FROM documents WHERE tenant_id='larkspur'") as cur:
-            have = {r[0] for r in await cur.fetchall()}
-        docs = [Doc(item.doc_id or "", item.path.relative_to(SAMPLE).as_posix(), item.path.read_bytes())
-                for item in plan_files([SAMPLE], None) if item.doc_id and item.doc_id not in have]
-        if docs:
-            run = await ws.ingest(docs, tenant="larkspur", services=svc)
-            log(f"ingested the sample handbook: {len(docs)} docs, {run.chunks} chunks → tenant larkspur")
+    async with ws.sample_home("sample-home") as svc:
         rows, missed = [], []
         answerable = fired_wrongly = 0
         run_id = uuid.uuid4().hex[:8]  # fresh sessions: a reused home keeps earlier runs' pending escalations

@@ -13,14 +13,15 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from bench.report import log
 from bot.services import Services, open_services, shared_embedder
 from bot.settings import Settings
 from retrieval.embed import Embedder
@@ -32,6 +33,9 @@ from store.records import Scope
 # ingestion on disk and nothing but the ingest section measures ingestion (it uses a disk home).
 BASE = os.environ.get("CAIRN_BENCH_TMP") or ("/dev/shm" if Path("/dev/shm").is_dir() else None)
 DEFAULT_TENANT = "eval"
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample" / "handbook"
+SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
 # tenant → bench user that reads it (the default tenant is read as the CLI's local member)
 TENANTS = {"eval": None, "squad": "squad_reader", "xq_en": "xq_en_reader", "xq_ar": "xq_ar_reader",
            "arcd": "arcd_reader", "scale": "scale_reader"}
@@ -247,6 +251,23 @@ class Workspace:
         if bad:
             raise RuntimeError(f"{len(bad)} file(s) failed to ingest, first: {bad[0]}")
         return IngestRun(outcomes=outcomes, seconds=ended - started, submit_seconds=submitted - started)
+
+    @asynccontextmanager
+    async def sample_home(self, name: str) -> AsyncIterator[Services]:
+        """Services over the bundled sample handbook in a home of its own under the workspace (the
+        sample's access file and tenant, offline answerer), ingested on first use."""
+        from bot.cli.knowledge import plan_files
+
+        settings = make_settings(self.root / name, SAMPLE_ACCESS, CAIRN_CHAT_MODEL=None)
+        async with open_services(settings, embedder=self.embedder) as svc:
+            async with svc.db.execute("SELECT doc_id FROM documents WHERE tenant_id='larkspur'") as cur:
+                have = {r[0] for r in await cur.fetchall()}
+            docs = [Doc(item.doc_id or "", item.path.relative_to(SAMPLE).as_posix(), item.path.read_bytes())
+                    for item in plan_files([SAMPLE], None) if item.doc_id and item.doc_id not in have]
+            if docs:
+                ran = await self.ingest(docs, tenant="larkspur", services=svc)
+                log(f"ingested the sample handbook: {len(docs)} docs, {ran.chunks} chunks → tenant larkspur")
+            yield svc
 
     async def search(self, query: str, tenant: str, *, mode: str = "hybrid",
                      top_k: int = 10) -> tuple[SearchResult, float, dict[str, Any] | None]:
