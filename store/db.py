@@ -261,6 +261,13 @@ async def setup(conn: aiosqlite.Connection) -> None:
         await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
 
 
+async def create_tables(conn: aiosqlite.Connection, schema: str) -> None:
+    """A store's own `CREATE … IF NOT EXISTS` statements, in one transaction: safe on every start."""
+    async with transaction(conn) as tx:
+        for statement in filter(str.strip, schema.split(";")):
+            await tx.execute(statement)
+
+
 class Database(aiosqlite.Connection):
     """The application's connection to the catalog database, and two companions of its own.
 

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import aiosqlite
 
-from store.db import iso, transaction
+from store.db import create_tables, iso
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS relays (
@@ -54,9 +54,7 @@ class Relays:
 
     async def setup(self) -> None:
         """Create the table if missing; safe to call on every start."""
-        async with transaction(self._conn) as conn:
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                await conn.execute(statement)
+        await create_tables(self._conn, SCHEMA)
 
     async def _run(self, sql: str, args: tuple[object, ...]) -> None:
         cur = await self._conn.execute(sql, args)

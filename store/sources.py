@@ -18,7 +18,7 @@ from typing import cast
 
 import aiosqlite
 
-from store.db import iso, transaction, utcnow
+from store.db import create_tables, iso, transaction, utcnow
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
@@ -112,9 +112,7 @@ class Sources:
 
     async def setup(self) -> None:
         """Create the tables if missing; safe to call on every start."""
-        async with transaction(self._conn) as conn:
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                await conn.execute(statement)
+        await create_tables(self._conn, SCHEMA)
 
     # -- sources ----------------------------------------------------------------------------------
 
