@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from graph.answerers import features
@@ -99,7 +100,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float) ->
         # A place is what the question turns on only where the passage distinguishes places: a
         # flight rule that names no country applies to a flight to Dubai; an office list that
         # names four cities says nothing about a fifth.
-        other_places = any(t.startswith(("city:", "country:")) for t in have)
+        other_places = _is_place(have)
         missing = tuple(word for word, terms in wanted.items()
                         if not _covered(terms, have) and not (catch_all and _is_place_or_name(word))
                         and (other_places or not _is_place(terms)))
@@ -126,8 +127,7 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
     # instance of what a rule covers in general (a laptop, file sharing).
     known = _collection_names(passages)
     vocabulary = set().union(*(features.tokens(p.text) for p in passages))
-    named = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)
-             if features.tokens(w) & vocabulary} | known
+    named = {w.lower() for w in features.capitalised(question) if features.tokens(w) & vocabulary} | known
     situational = {m.group(1) for m in _SITUATION_YEAR.finditer(question)}
     out: dict[str, frozenset[str]] = {}
     for word in re.findall(r"[\w'-]+", question):
@@ -171,7 +171,7 @@ def _covered(terms: frozenset[str], have: set[str]) -> bool:
     return bool(terms & have)
 
 
-def _is_place(terms: frozenset[str]) -> bool:
+def _is_place(terms: AbstractSet[str]) -> bool:
     return any(t.startswith(("city:", "country:")) for t in terms)
 
 

@@ -162,10 +162,17 @@ def places(text: str, *, widen: bool = False) -> set[str]:
     return out
 
 
+_INNER_CAPITAL = re.compile(r"(?<=[\w,] )[A-Z][\w-]+")
+
+
+def capitalised(question: str) -> list[str]:
+    """Capitalised words inside the question, not its first word (places, teams, products)."""
+    return _INNER_CAPITAL.findall(question)
+
+
 def names(question: str) -> set[str]:
-    """Capitalised words inside the question (places, teams, products), as overlap tokens."""
-    words = re.findall(r"(?<=[\w,] )[A-Z][\w-]+", question)
-    return {t for w in words for t in tokens(w)}
+    """The question's capitalised words as overlap tokens."""
+    return {t for w in capitalised(question) for t in tokens(w)}
 
 
 def answer_kind(question: str) -> str | None:
