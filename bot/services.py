@@ -8,28 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-from langgraph.graph.state import CompiledStateGraph
-from openai import AsyncOpenAI
-
-from bot.metrics import Metrics
 from bot.settings import Settings
-from escalations.classifier import EmbeddingTopicClassifier, LLMTopicClassifier, TopicClassifier
-from escalations.desk import EscalationDesk
-from escalations.notifier import Notifier, SilentNotifier
-from escalations.taxonomy import Taxonomy
-from graph.answerers import Answerer, build_answerer
-from graph.builder import build_graph
-from graph.checkpoint import open_checkpointer
-from graph.runner import ConversationRunner
-from retrieval.conflicts import detect_conflicts
-from retrieval.embed import Embedder
-from retrieval.index import VectorIndex, open_index
-from retrieval.ingest import Ingestor
-from retrieval.rerank import build_reranker
-from retrieval.search import Searcher
 from store.access import AccessPolicy
 from store.catalog import Catalog
 from store.controls import Controls
@@ -41,11 +22,31 @@ from store.reports import EscalationReports
 from store.run_claims import RunClaims
 from store.sources import Sources
 
+# The models, the graph and the LLM client are imported where they are built, not here: commands
+# that only read the database (`cairn docs`, `cairn jobs`, `--help`) never pay for torch or langgraph.
+if TYPE_CHECKING:
+    import aiosqlite
+    from langgraph.graph.state import CompiledStateGraph
+
+    from bot.metrics import Metrics
+    from escalations.classifier import TopicClassifier
+    from escalations.desk import EscalationDesk
+    from escalations.notifier import Notifier
+    from escalations.taxonomy import Taxonomy
+    from graph.answerers import Answerer
+    from graph.runner import ConversationRunner
+    from retrieval.embed import Embedder
+    from retrieval.index import VectorIndex
+    from retrieval.ingest import Ingestor
+    from retrieval.search import Searcher
+
 _EMBEDDERS: dict[tuple[bool, str], Embedder] = {}
 
 
 def shared_embedder(settings: Settings) -> Embedder:
     """One loaded model per process (loading costs seconds; tests share it too)."""
+    from retrieval.embed import Embedder
+
     key = (settings.multilingual_dense, str(settings.rerank_model))
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = Embedder(multilingual=settings.multilingual_dense)
@@ -54,7 +55,11 @@ def shared_embedder(settings: Settings) -> Embedder:
 
 def build_topic_classifier(settings: Settings, *, embedder: Embedder | None, taxonomy: Taxonomy) -> TopicClassifier:
     """The escalation classifier: the chat model when one is configured and not paused, else embeddings."""
+    from escalations.classifier import EmbeddingTopicClassifier, LLMTopicClassifier
+
     if settings.chat_model and "llm" not in settings.paused_kinds:
+        from openai import AsyncOpenAI
+
         client = AsyncOpenAI(base_url=settings.openai_base_url, api_key=settings.openai_api_key or "none",
                              timeout=settings.llm_timeout_s, max_retries=0)
         return LLMTopicClassifier(client=client, model=settings.chat_model, taxonomy=taxonomy)
@@ -110,7 +115,12 @@ class Services:
 
 
 @asynccontextmanager
-async def open_services(settings: Settings, *, embedder: Embedder | None = None) -> AsyncIterator[Services]:
+async def open_services(settings: Settings, *, embedder: Embedder | None = None,
+                        warm: bool = True) -> AsyncIterator[Services]:
+    """Everything a turn needs. With `warm` (commands that search or answer) the models and index legs
+    are loaded before this yields, not by the first question; without it they load on first use."""
+    from retrieval.index import open_index
+
     settings.cairn_home.mkdir(parents=True, exist_ok=True)
     access = AccessPolicy.load(settings.access_file)
     db = await open_db(settings.db_path)
@@ -122,6 +132,16 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
         await db.close()
         raise
     try:
+        from bot.metrics import Metrics
+        from graph.answerers import build_answerer
+        from graph.builder import build_graph
+        from graph.checkpoint import open_checkpointer
+        from graph.runner import ConversationRunner
+        from retrieval.conflicts import detect_conflicts
+        from retrieval.ingest import Ingestor
+        from retrieval.rerank import build_reranker
+        from retrieval.search import Searcher
+
         store = _store(settings, db)
         catalog, jobs, conversations, controls = store.catalog, store.jobs, store.conversations, store.controls
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
@@ -132,9 +152,10 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None)
                             reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
                             leg_timeout_s=settings.leg_timeout_s, rerank_timeout_s=settings.rerank_timeout_s,
                             metrics=metrics)
-        # Models and index legs loaded now, not by the first question (a cold first inference on a
-        # busy machine takes seconds and would count against that question's budgets).
-        await searcher.warm_up()
+        if warm:
+            # Models and index legs loaded now, not by the first question (a cold first inference on
+            # a busy machine takes seconds and would count against that question's budgets).
+            await searcher.warm_up()
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
@@ -176,6 +197,9 @@ async def open_store(settings: Settings, *, controls_cache_s: float | None = Non
 
 def escalation_desk(services: Services, notifier: Notifier | None = None) -> EscalationDesk:
     """The escalation use cases over these services, telling people through `notifier` (none: nobody)."""
+    from escalations.desk import EscalationDesk
+    from escalations.notifier import SilentNotifier
+
     return EscalationDesk(runner=services.runner, conversations=services.conversations,
                           relays=services.store.relays, access=services.access,
                           notifier=notifier or SilentNotifier(),

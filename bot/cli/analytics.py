@@ -15,14 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from slack_sdk.errors import SlackApiError
-
 from bot.cli.common import CommandError, emit_json
-from bot.scheduler import post_digest_now
 from bot.services import build_topic_classifier, open_store
 from bot.settings import Settings
-from escalations.chart import render_chart
-from escalations.classifier import classify_pending
 from escalations.digest import build_digest, render_markdown
 from escalations.taxonomy import TaxonomyError, load_taxonomy
 from escalations.weeks import WeekError, parse_week, shift_week, week_label
@@ -62,6 +57,8 @@ def _zone(settings: Settings) -> ZoneInfo:
 
 
 async def classify(args: argparse.Namespace, settings: Settings) -> int:
+    from escalations.classifier import classify_pending
+
     try:
         taxonomy = load_taxonomy(settings.topics_file)
     except TaxonomyError as exc:
@@ -116,6 +113,8 @@ async def digest(args: argparse.Namespace, settings: Settings) -> int:
         if args.out == chart:
             raise CommandError("--out names the Markdown file; give it a .md suffix (the chart gets .png)")
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        from escalations.chart import render_chart  # matplotlib
+
         await asyncio.to_thread(render_chart, data.trend, tz, chart)
         args.out.write_text(render_markdown(data, chart_file=chart.name), encoding="utf-8")
     if args.json:
@@ -129,6 +128,10 @@ async def digest(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _post(args: argparse.Namespace, settings: Settings, access: AccessPolicy, tenant: str, week: str,
                 now: datetime) -> int:
+    from slack_sdk.errors import SlackApiError
+
+    from bot.scheduler import post_digest_now  # the Slack client and the digest poster
+
     channel = access.digest_channel_for(tenant, fallback=settings.digest_channel)
     where = "CAIRN_DIGEST_CHANNEL" if tenant == access.default_tenant else f"a digest_channel for tenant {tenant}"
     missing = [name for name, value in (("SLACK_BOT_TOKEN", settings.slack_bot_token), (where, channel)) if not value]

@@ -1,4 +1,9 @@
-"""Helpers shared by the command modules: opening services, printing JSON, resolving `--as`."""
+"""Helpers shared by the command modules: opening services, printing JSON, resolving `--as`.
+
+Building the parser imports every command module, so their top-level imports stay light (settings,
+the stores, argparse): what a command needs of the index, the models, the graph or Slack it imports
+inside its handler. `cairn --help` and the database-only commands then start in well under a second
+(tests/bot/cli/test_startup.py keeps it so)."""
 
 from __future__ import annotations
 
@@ -6,12 +11,15 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-from bot.services import Services, open_services, running_server
+from bot.services import open_services, running_server
 from bot.settings import Settings
-from retrieval.index import IndexLockedError
 from store.access import AccessFileError
-from store.records import Scope
+
+if TYPE_CHECKING:
+    from bot.services import Services
+    from store.records import Scope
 
 
 class CommandError(Exception):
@@ -24,10 +32,13 @@ def emit_json(obj: object) -> None:
 
 
 @asynccontextmanager
-async def local_services(settings: Settings) -> AsyncIterator[Services]:
-    """Open the index in this process, or explain clearly that the running server holds it."""
+async def local_services(settings: Settings, *, warm: bool = True) -> AsyncIterator[Services]:
+    """Open the index in this process, or explain clearly that the running server holds it. `warm`:
+    load the models and index legs before the first question (commands that search or answer)."""
+    from retrieval.index import IndexLockedError
+
     try:
-        async with open_services(settings) as services:
+        async with open_services(settings, warm=warm) as services:
             yield services
     except IndexLockedError as exc:
         server = running_server(settings)

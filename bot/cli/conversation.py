@@ -9,15 +9,18 @@ import json
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.cli.common import CommandError, emit_json, local_services, resolve_as
 from bot.cli.parsers import add_command
-from bot.services import Services, escalation_desk, open_store, slack_notifier
+from bot.services import escalation_desk, open_store, slack_notifier
 from bot.settings import Settings
-from escalations.desk import Reply
-from graph.runner import EscalationError, TurnOutcome
-from store.records import EscalationRecord, Scope, TurnRecord
+
+if TYPE_CHECKING:
+    from bot.services import Services
+    from escalations.desk import Reply
+    from graph.runner import TurnOutcome
+    from store.records import EscalationRecord, Scope, TurnRecord
 
 CHAT_HELP = """\
 Type a question to ask it as the current user. Commands:
@@ -97,6 +100,8 @@ def render_outcome(outcome: TurnOutcome) -> str:
 
 
 async def chat(args: argparse.Namespace, settings: Settings) -> int:
+    from graph.runner import EscalationError
+
     interactive = sys.stdin.isatty()
     async with local_services(settings) as services:
         state = {"as": args.as_user, "scope": resolve_as(services, args.as_user),
@@ -217,9 +222,11 @@ async def escalations(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def reply(args: argparse.Namespace, settings: Settings) -> int:
+    from graph.runner import EscalationError
+
     if not args.text.strip():
         raise CommandError("the reply is empty")
-    async with local_services(settings) as services:
+    async with local_services(settings, warm=False) as services:
         admin = _admin_scope(services, args.as_user)
         try:
             result = await _reply(services, admin, args.escalation_id, args.text, args.key)
@@ -241,7 +248,7 @@ async def reply(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def resolve(args: argparse.Namespace, settings: Settings) -> int:
-    async with local_services(settings) as services:
+    async with local_services(settings, warm=False) as services:
         admin = _admin_scope(services, args.as_user)
         desk = escalation_desk(services, slack_notifier(services))
         before = await desk.get(args.escalation_id)

@@ -12,8 +12,6 @@ from bot.cli.common import emit_json
 from bot.cli.parsers import add_command
 from bot.services import running_server, slack_preflight
 from bot.settings import Settings
-from retrieval.embed import DENSE, DENSE_ML
-from retrieval.index import IndexLockedError, open_index
 from store.access import AccessFileError, AccessPolicy
 from store.disk import disk_status
 
@@ -37,6 +35,9 @@ def _access_check(settings: Settings) -> tuple[Check, AccessPolicy | None]:
 
 
 def _index_check(settings: Settings) -> Check:
+    from retrieval.embed import DENSE, DENSE_ML
+    from retrieval.index import IndexLockedError, open_index
+
     server = running_server(settings)
     if server and not settings.qdrant_url:
         return Check("index", "ok", f"held by the running server (pid {server['pid']})")

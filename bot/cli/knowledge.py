@@ -8,25 +8,20 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.cli.common import CommandError, emit_json, local_services
 from bot.services import open_store, running_server
 from bot.settings import Settings
-from retrieval.ingest import (
-    DocumentOptions,
-    FileOutcome,
-    IngestError,
-    Submitter,
-    default_doc_id,
-    validate_doc_id,
-)
-from retrieval.parse import SUPPORTED_SUFFIXES
 from store.access import AccessPolicy
 from store.disk import LowDiskError
 from store.document_options import SENSITIVITIES, policy_id_problem
 from store.jobs import FINAL_STATES, UNFINISHED_STATES, Jobs
-from store.records import JobRecord
+
+# retrieval.ingest (parsers, numpy) is imported by the commands that ingest, not by `cairn docs`.
+if TYPE_CHECKING:
+    from retrieval.ingest import DocumentOptions, FileOutcome, Submitter
+    from store.records import JobRecord
 
 # "queued" is not among them: a file left queued is work undone, and the exit status says so.
 OK_STATUSES = {"published", "scheduled", "unchanged"}
@@ -84,6 +79,9 @@ class Planned:
 
 def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
     """Expand directories; give each file its identity; flag what cannot be ingested."""
+    from retrieval.ingest import IngestError, default_doc_id, validate_doc_id
+    from retrieval.parse import SUPPORTED_SUFFIXES
+
     found: list[tuple[Path, Path]] = []
     for path in paths:
         if not path.exists():
@@ -116,6 +114,8 @@ def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
 
 
 def _options(args: argparse.Namespace, access: AccessPolicy) -> DocumentOptions:
+    from retrieval.ingest import DocumentOptions
+
     tenant = args.tenant or access.default_tenant
     if tenant not in access.tenants:
         # An operator may load a tenant before its users are listed; say so, since nobody can read
@@ -132,6 +132,8 @@ def _options(args: argparse.Namespace, access: AccessPolicy) -> DocumentOptions:
 
 
 async def _submit_all(submitter: Submitter, planned: list[Planned], options: DocumentOptions) -> list[FileOutcome]:
+    from retrieval.ingest import FileOutcome
+
     outcomes = []
     for item in planned:
         if item.problem:
@@ -157,7 +159,7 @@ async def ingest(args: argparse.Namespace, settings: Settings) -> int:
     if running_server(settings) and not settings.qdrant_url:
         outcomes = await _hand_over(settings, access, planned, options, quiet=args.json)
     else:
-        async with local_services(settings) as services:
+        async with local_services(settings, warm=False) as services:
             submitted = await _submit_all(services.ingestor.submitter, planned, options)
             queued = [o.job_id for o in submitted if o.status == "queued" and o.job_id]
             with _Progress(enabled=not args.json and sys.stderr.isatty(), total=len(queued)) as bar:
@@ -174,6 +176,8 @@ async def ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _not_run(jobs: Jobs, outcome: FileOutcome) -> FileOutcome:
     """A submitted file this run did not ingest: its job's state, and why."""
+    from retrieval.ingest import FileOutcome
+
     job = await jobs.get(job_id=outcome.job_id or "")
     if job is None:
         return outcome
@@ -188,6 +192,8 @@ async def _not_run(jobs: Jobs, outcome: FileOutcome) -> FileOutcome:
 async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Planned],
                      options: DocumentOptions, *, quiet: bool) -> list[FileOutcome]:
     """The server owns the index: queue the jobs for its worker and follow their rows."""
+    from retrieval.ingest import FileOutcome, Submitter
+
     async with open_store(settings) as store:
         jobs = store.jobs
         submitter = Submitter(catalog=store.catalog, jobs=jobs, raw_root=settings.raw_path,
@@ -322,7 +328,7 @@ async def jobs_cancel(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def withdraw(args: argparse.Namespace, settings: Settings) -> int:
-    async with local_services(settings) as services:
+    async with local_services(settings, warm=False) as services:
         tenant = args.tenant or services.access.default_tenant
         if await services.catalog.get_document(tenant_id=tenant, doc_id=args.doc_id) is None:
             raise CommandError(f"no document {args.doc_id!r} in tenant {tenant}")

@@ -10,11 +10,14 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.cli.common import CommandError, emit_json, local_services, resolve_as
 from bot.cli.conversation import run_turn_json
 from bot.settings import Settings
-from retrieval.search import SearchResult
+
+if TYPE_CHECKING:
+    from retrieval.search import SearchResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,7 +17,6 @@ import os
 
 from bot.cli.common import CommandError, local_services
 from bot.logging_setup import configure_logging
-from bot.server import ServeError, presence, run_server
 from bot.services import running_server
 from bot.settings import Settings
 
@@ -60,6 +59,8 @@ def slack_mode(args: argparse.Namespace, settings: Settings) -> str | None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.server import ServeError, presence, run_server  # the web app, Slack and the scheduler
+
     mode = slack_mode(args, settings)
     # The long-running process logs JSON lines, redacted unless CAIRN_LOG_CONTENT (bot/logging_setup.py).
     configure_logging(log_content=settings.log_content, level=logging.INFO)

@@ -7,16 +7,18 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.cli.common import CommandError, emit_json, local_services
 from bot.cli.parsers import add_command
 from bot.services import open_store, running_server
 from bot.settings import Settings
-from retrieval.ingest import Submitter
-from retrieval.sync import SyncReport, SyncRunner, kind_of, parse_duration
-from retrieval.sync.website import WebsiteLister
 from store.access import AccessFileError, AccessPolicy
 from store.sources import SourceRecord, Sources, source_id_for
+
+# The sync machinery (ingestion, the website crawler) is imported by `cairn sync`, not by `cairn sources`.
+if TYPE_CHECKING:
+    from retrieval.sync import SyncReport, SyncRunner
 
 QUIET_RESULTS = ("not_modified", "unchanged")  # what a terminal run does not list item by item
 
@@ -44,6 +46,8 @@ def _location(source: str, kind: str) -> str:
         raise CommandError(f"{source!r}: a source is a folder or an http(s) URL")
     if kind == "directory":
         return str(Path(source).expanduser().resolve())
+    from retrieval.sync.website import WebsiteLister
+
     try:
         return WebsiteLister(source).start_url
     except ValueError as exc:
@@ -51,6 +55,8 @@ def _location(source: str, kind: str) -> str:
 
 
 async def _configure(sources: Sources, args: argparse.Namespace, access: AccessPolicy) -> SourceRecord:
+    from retrieval.sync import kind_of, parse_duration
+
     tenant = args.tenant or access.default_tenant
     kind = kind_of(args.source)
     location = _location(args.source, kind)
@@ -86,6 +92,9 @@ async def _configure(sources: Sources, args: argparse.Namespace, access: AccessP
 @asynccontextmanager
 async def _runner(settings: Settings, access: AccessPolicy) -> AsyncIterator[tuple[Sources, SyncRunner]]:
     """In this process when it can open the index; else the jobs go to the running server's worker."""
+    from retrieval.ingest import Submitter
+    from retrieval.sync import SyncRunner
+
     if running_server(settings) and not settings.qdrant_url:
         async with open_store(settings) as store:
             submitter = Submitter(catalog=store.catalog, jobs=store.jobs, raw_root=settings.raw_path,
@@ -94,7 +103,7 @@ async def _runner(settings: Settings, access: AccessPolicy) -> AsyncIterator[tup
             yield store.sources, SyncRunner(sources=store.sources, submitter=submitter, catalog=store.catalog,
                                             jobs=store.jobs)
         return
-    async with local_services(settings) as services:
+    async with local_services(settings, warm=False) as services:
         sources = services.store.sources
         yield sources, SyncRunner(sources=sources, submitter=services.ingestor.submitter, catalog=services.catalog,
                                   jobs=services.jobs, ingestor=services.ingestor)
