@@ -34,6 +34,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from graph.answerers import features
+from graph.tenant_names import Names, word_key
 from retrieval.language import detect_language
 from retrieval.search import Passage
 from retrieval.sentences import body_of
@@ -83,13 +84,17 @@ class Gap:
     missing: tuple[str, ...]  # the question's words no answering passage holds
 
 
-def find_gap(question: str, passages: Sequence[Passage], *, min_score: float) -> Gap | None:
-    """The distinguishing terms no single passage at or above the floor holds, or None."""
+def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
+             names: Names | None = None) -> Gap | None:
+    """The distinguishing terms no single passage at or above the floor holds, or None. `names`:
+    the tenant's names and the documents that use each (graph/tenant_names.py); a passage covers
+    one of them when its document uses it."""
     top = max((p.score for p in passages), default=0.0)
     fit = [p for p in passages if p.score >= max(min_score, top - QUOTED_MARGIN)]
     if not fit or detect_language(question) != "en" or any(p.lang != "en" for p in fit):
         return None
-    wanted = _distinguishing(question, passages)
+    names = names or {}
+    wanted = _distinguishing(question, passages, names)
     if not wanted:
         return None
     best_missing: tuple[str, ...] | None = None
@@ -102,7 +107,8 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float) ->
         # names four cities says nothing about a fifth.
         other_places = _is_place(have)
         missing = tuple(word for word, terms in wanted.items()
-                        if not _covered(terms, have) and not (catch_all and _is_place_or_name(word))
+                        if not _covered(terms, have) and p.doc_id not in names.get(word_key(word), ())
+                        and not (catch_all and _is_place_or_name(word))
                         and (other_places or not _is_place(terms)))
         if not missing:
             return None
@@ -111,7 +117,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float) ->
     return Gap(missing=best_missing or ())
 
 
-def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, frozenset[str]]:
+def _distinguishing(question: str, passages: Sequence[Passage], names: Names) -> dict[str, frozenset[str]]:
     """Question word → the terms any of which covers it, for the words that make the question
     different (a city is covered by its own name or its country's)."""
     sections = set()
@@ -128,10 +134,13 @@ def _distinguishing(question: str, passages: Sequence[Passage]) -> dict[str, fro
     known = _collection_names(passages)
     vocabulary = set().union(*(features.tokens(p.text) for p in passages))
     named = {w.lower() for w in features.capitalised(question) if features.tokens(w) & vocabulary} | known
+    # …and so is any word the tenant's documents write as a name ("at 37signals" when the passages
+    # retrieved are another company's).
+    named |= {word_key(w) for w in re.findall(r"[\w'’-]+", question) if word_key(w) in names}
     situational = {m.group(1) for m in _SITUATION_YEAR.finditer(question)}
     out: dict[str, frozenset[str]] = {}
     for word in re.findall(r"[\w'-]+", question):
-        low = word.lower().replace("'s", "")
+        low = word_key(word)
         for part in low.replace("-", " ").split() if "-" in low and low not in QUALIFIERS else [low]:
             terms = features.tokens(part)
             if not terms:

@@ -20,6 +20,7 @@ from graph.answerers.features import tokens
 from graph.coverage import find_gap
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
+from graph.tenant_names import Names, TenantNames
 from retrieval.conflicts import ConflictReport, negated_scopes
 from retrieval.language import detect_language
 from retrieval.search import Passage, Searcher, SearchResult
@@ -39,6 +40,8 @@ CHATTY_TERMS = 6
 
 def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None,
                conflict_check: ConflictCheck | None = None, closest_sentence: ClosestSentence | None = None):
+    tenant_names = TenantNames(searcher.catalog)
+
     async def tools(state: ConversationState) -> dict[str, Any]:
         last = state["messages"][-1]
         if not isinstance(last, AIMessage) or not last.tool_calls:
@@ -79,8 +82,9 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                                        tool_call_id=call["id"], name="search_policies"))
                 continue
             searches.append({"query": query, **result.trace()})
-            found, gate, found_conflicts, missing = await _screen(state["question"], result, conflict_check,
-                                                                  closest_sentence)
+            found, gate, found_conflicts, missing = await _screen(
+                state["question"], result, conflict_check, closest_sentence,
+                names=await tenant_names.names(scope.tenant_id))
             if found_conflicts:
                 conflicts.extend(found_conflicts)
                 signals.append("conflicting_sources")
@@ -111,7 +115,8 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
 
 
 async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
-                  closest: ClosestSentence | None) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
+                  closest: ClosestSentence | None, *, names: Names | None = None
+                  ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
     aside), the gate, the conflicts found, and the question's distinguishing words no passage fit to
     quote holds (a neighbouring rule, not the one asked about: `below_score_floor`)."""
@@ -125,7 +130,7 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         found = [p for p in found if p.chunk_id not in report.overridden]
     missing: list[str] = []
     if gate is None and found and not conflicts:
-        gap = find_gap(question, found, min_score=result.min_score)
+        gap = find_gap(question, found, min_score=result.min_score, names=names)
         if gap is not None:
             gate, missing = "below_score_floor", list(gap.missing)
     return found, gate, conflicts, missing

@@ -3,12 +3,16 @@ what was asked (graph/answerers/features.py, graph/coverage.py): pure functions,
 
 from __future__ import annotations
 
+import asyncio
 from datetime import date
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from graph.answerers import features
 from graph.coverage import find_gap
+from graph.tenant_names import TenantNames, build_names
 from retrieval.search import Passage
 
 
@@ -106,3 +110,51 @@ def test_the_gate_reads_english_only() -> None:
     arabic = passage("يحق لك ترحيل 5 أيام.", heading="سياسة الإجازات", title="سياسة الإجازات", lang="ar")
     assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [arabic], min_score=0.3) is None
     assert find_gap("Can I carry over unused sick days?", [CARRY], min_score=0.9) is None  # nothing fit to quote
+
+
+def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_found() -> None:
+    names = build_names([
+        ("acme/travel", "Acme Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice.",
+                                        "Questions: travel@acme.example or #acme-travel."]),
+        ("globex/security", "Globex Security", ["At Globex, passwords have 15 characters. Globex rotates keys.",
+                                                "Managers approve access. The manager is told."]),
+    ])
+    assert names["navan"] == {"acme/travel"}
+    assert names["globex"] == {"globex/security"}
+    assert names["acme"] == {"acme/travel"}  # in prose, the title and the id; "@acme" and "#acme-…" are not prose
+    assert "managers" not in names and "manager" not in names  # written in lower case too
+    acme_passwords = passage("Passwords have at least 12 characters.", heading="Access > Passwords",
+                             title="Access Standard", doc="acme/access")
+    names = {**names, "acme": frozenset({"acme/travel", "acme/access"})}
+    gap = find_gap("min password length at globex?", [acme_passwords], min_score=0.3, names=names)
+    assert gap is not None and gap.missing == ("globex",)
+    # The passage's document uses the name even where the passage does not: it answers.
+    assert find_gap("min password length at acme?", [acme_passwords], min_score=0.3, names=names) is None
+    # Without the tenant's names the passages alone cannot tell "globex" is one.
+    assert find_gap("min password length at globex?", [acme_passwords], min_score=0.3) is None
+
+
+async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_old() -> None:
+    class Catalog:
+        def __init__(self) -> None:
+            self.docs = {"acme/travel": "Acme staff book hotels through Navan. Navan sends the invoice."}
+            self.reads = 0
+
+        async def list_documents(self, *, tenant_id: str, include_withdrawn: bool) -> list[Any]:
+            self.reads += 1
+            return [SimpleNamespace(doc_id=d, title="", status="active", current_version="v1") for d in self.docs]
+
+        async def version_chunks(self, *, tenant_id: str, doc_id: str, version: str) -> list[Any]:
+            return [SimpleNamespace(text=self.docs[doc_id])]
+
+    catalog = Catalog()
+    names = TenantNames(catalog, refresh_s=0.0)
+    assert "navan" in await names.names("t")
+    catalog.docs["acme/cards"] = "Pay with the Ramp card. Ramp limits apply."
+    first = await names.names("t")  # old: rebuilt in the background, the last names meanwhile
+    assert "ramp" not in first
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if "ramp" in await names.names("t"):
+            break
+    assert "ramp" in await names.names("t")

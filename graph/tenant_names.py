@@ -1,0 +1,119 @@
+"""The names a tenant's documents use, and which documents use each (for graph/coverage.py).
+
+"min password length at 37signals?" retrieves another company's password standard in a tenant
+that holds several handbooks; "can I expense Airbase fees" lands on a page that never mentions
+Airbase. The passages a search returns cannot tell that such a word is a name: only the whole
+collection can. A word is a *name* of the tenant when its documents write it capitalised at least
+NAME_MIN_COUNT times and in lower case at most LOWER_SHARE of as often (Sourcegraph, Maven; the
+lower-case ones in addresses and handles, "sourcegraph.com", "@sourcegraph", are not counted), or
+in a brand spelling (GitLab, HubSpot, 37signals). For each name we keep the documents whose text,
+title or id contains it: a GitLab page that never says "GitLab" in the passage quoted still
+belongs to GitLab's handbook when its id or another of its passages does.
+
+Built from the published chunks with the catalog's public reads, off the event loop, once per
+tenant; a turn after REFRESH_S triggers a rebuild in the background and keeps using the last one
+meanwhile (a new name is known a minute after its document is published, at most).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from graph.answerers import features
+
+log = logging.getLogger(__name__)
+
+NAME_MIN_COUNT = 2
+LOWER_SHARE = 0.1
+REFRESH_S = 60.0
+
+_WORD = re.compile(r"[\w'’-]+")
+_BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpot, 37signals
+# Addresses, paths and handles: their lower case says nothing about how the word is written in prose.
+_NOT_PROSE = re.compile(r"[@#/]|\w[.:]\w")
+_POSSESSIVE = re.compile(r"['’]s$")
+
+Names = Mapping[str, frozenset[str]]  # name → ids of the documents that use it
+
+
+def word_key(word: str) -> str:
+    """How a word of a question or a document is looked up: lower case, without a possessive."""
+    low = word.lower()
+    return _POSSESSIVE.sub("", low) if low.endswith(("'s", "’s")) else low
+
+
+def build_names(documents: Iterable[tuple[str, str, Iterable[str]]]) -> dict[str, frozenset[str]]:
+    """(doc_id, title, chunk texts) of each published document → its tenant's names."""
+    forms: Counter[str] = Counter()  # each spelling, as written in prose
+    used: dict[str, set[str]] = {}
+    for doc_id, title, texts in documents:
+        words: set[str] = set()
+        for text in texts:
+            words.update(_WORD.findall(text))
+            forms.update(_WORD.findall(" ".join(p for p in text.split() if not _NOT_PROSE.search(p))))
+        words.update(_WORD.findall(f"{title} {re.sub(r'[/_.:-]', ' ', doc_id)}"))
+        used[doc_id] = {word_key(w) for w in words}
+    capital: Counter[str] = Counter()
+    lower: Counter[str] = Counter()
+    brands: set[str] = set()
+    for form, n in forms.items():
+        key = word_key(form)
+        if _BRAND.fullmatch(form):
+            brands.add(key)
+        elif form[:1].isupper():
+            capital[key] += n
+        elif form[:1].isalpha():
+            lower[key] += n
+    names = {w for w, n in capital.items() if n >= NAME_MIN_COUNT and lower[w] <= LOWER_SHARE * n} | brands
+    # A place is read as a place (graph/coverage.py has its own rule); a word with no content
+    # (a stopword, a number) names nothing.
+    names = {w for w in names if features.tokens(w) and not features.places(w) and not w.isdigit()}
+    docs: dict[str, set[str]] = defaultdict(set)
+    for doc_id, words in used.items():
+        for w in words & names:
+            docs[w].add(doc_id)
+    return {w: frozenset(ids) for w, ids in docs.items()}
+
+
+class TenantNames:
+    """Per tenant, the names its published documents use (see the module docstring)."""
+
+    def __init__(self, catalog: Any, *, refresh_s: float = REFRESH_S) -> None:
+        self.catalog = catalog
+        self.refresh_s = refresh_s
+        self._built: dict[str, tuple[float, dict[str, frozenset[str]]]] = {}
+        self._rebuilding: dict[str, asyncio.Task[None]] = {}
+
+    async def names(self, tenant_id: str) -> Names:
+        built = self._built.get(tenant_id)
+        if built is None:
+            await self._rebuild(tenant_id)
+            return self._built[tenant_id][1]
+        if time.monotonic() - built[0] > self.refresh_s and tenant_id not in self._rebuilding:
+            task = asyncio.get_running_loop().create_task(self._rebuild(tenant_id))
+            self._rebuilding[tenant_id] = task
+            task.add_done_callback(lambda _t: self._rebuilding.pop(tenant_id, None))
+        return built[1]
+
+    async def _rebuild(self, tenant_id: str) -> None:
+        started = time.perf_counter()
+        try:
+            docs = [d for d in await self.catalog.list_documents(tenant_id=tenant_id, include_withdrawn=False)
+                    if d.status == "active" and d.current_version]
+            texts = [(d.doc_id, d.title or "", [c.text for c in await self.catalog.version_chunks(
+                tenant_id=tenant_id, doc_id=d.doc_id, version=d.current_version)]) for d in docs]
+            names = await asyncio.to_thread(build_names, texts)
+        except Exception as exc:  # the gate then knows only the names its passages use
+            log.warning("tenant names for %s not rebuilt: %s", tenant_id, type(exc).__name__)
+            if tenant_id not in self._built:
+                self._built[tenant_id] = (time.monotonic(), {})
+            return
+        self._built[tenant_id] = (time.monotonic(), names)
+        log.debug("tenant names for %s: %d names from %d documents in %.0f ms", tenant_id, len(names),
+                  len(texts), (time.perf_counter() - started) * 1000)
