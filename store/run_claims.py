@@ -2,6 +2,10 @@
 
 A key such as "digest:2026-W05" is claimed by one process; a claim left by a process that died is taken
 over after `stale_after`; a failure before anything was posted releases it, so a later trigger retries.
+A takeover learns when the key was first claimed and the tokens of the claims before it, so it can look
+for what a holder that died may have done under them (a Slack message it posted) before doing it again;
+a failure that leaves that uncertain (a post whose answer never came) hands the claim over at once
+(`abandon_run`) instead of releasing it.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiosqlite
@@ -24,6 +28,9 @@ class RunClaim:
     run_key: str
     token: str
     reclaimed: bool = False  # a stale claim of a crashed process was taken over
+    # With `reclaimed`: when the key was first claimed, and the tokens of every claim taken over since.
+    first_claimed_at: datetime | None = None
+    earlier_tokens: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,9 +67,9 @@ class RunClaims:
         it is taken over (compare-and-set on the old detail, so two survivors cannot both take it).
         """
         token = uuid.uuid4().hex
-        detail = json.dumps({"state": "claimed", "token": token, "claimed_at": iso(now)})
+        fresh = {"state": "claimed", "token": token, "claimed_at": iso(now)}
         cur = await self._conn.execute("INSERT OR IGNORE INTO job_runs (run_key, created_at, detail) VALUES (?,?,?)",
-                                       (run_key, iso(now), detail))
+                                       (run_key, iso(now), json.dumps(fresh)))
         inserted = cur.rowcount == 1
         await cur.close()
         if inserted:
@@ -73,12 +80,18 @@ class RunClaims:
         claimed_at = datetime.fromisoformat(str(current.detail.get("claimed_at") or current.created_at))
         if now - claimed_at < stale_after:
             return None
+        first = str(current.detail.get("first_claimed_at") or current.detail.get("claimed_at") or current.created_at)
+        earlier = (*(str(t) for t in current.detail.get("earlier_tokens") or ()), str(current.detail.get("token")))
+        detail = {**fresh, "first_claimed_at": first, "earlier_tokens": list(earlier)}
         cur = await self._conn.execute(
             "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
-            (detail, run_key, current.detail.get("token")))
+            (json.dumps(detail), run_key, current.detail.get("token")))
         taken = cur.rowcount == 1
         await cur.close()
-        return RunClaim(run_key, token, reclaimed=True) if taken else None
+        if not taken:
+            return None
+        return RunClaim(run_key, token, reclaimed=True, first_claimed_at=datetime.fromisoformat(first),
+                        earlier_tokens=earlier)
 
     async def mark_run(self, claim: RunClaim, *, state: str, now: datetime, **extra: object) -> bool:
         """Record progress ("posted", "done") while still holding the claim; False if it was lost."""
@@ -98,6 +111,20 @@ class RunClaims:
         cur = await self._conn.execute(
             "DELETE FROM job_runs WHERE run_key=? AND json_extract(detail,'$.token')=?"
             " AND json_extract(detail,'$.state')='claimed'", (claim.run_key, claim.token))
+        await cur.close()
+
+    async def abandon_run(self, claim: RunClaim) -> None:
+        """Give the key up after a failure that may have done the work (a post whose answer never came):
+        the row stays claimed but is due for takeover at once, and the taker looks before redoing it."""
+        current = await self.get_run(run_key=claim.run_key)
+        if current is None or current.detail.get("token") != claim.token or current.state != "claimed":
+            return
+        detail = {**current.detail, "first_claimed_at": current.detail.get("first_claimed_at")
+                  or current.detail.get("claimed_at") or current.created_at,
+                  "claimed_at": iso(datetime.min.replace(tzinfo=UTC))}
+        cur = await self._conn.execute(
+            "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
+            (json.dumps(detail, default=str), claim.run_key, claim.token))
         await cur.close()
 
     async def forget_run(self, *, run_key: str) -> None:

@@ -7,8 +7,9 @@ tests/mock_web_api_server does: it records every call and answers the methods Ca
     call = await fake.wait_for("chat.update", lambda c: "[1]" in c.text)
     await fake.stop()
 
-Messages posted are kept per channel, so chat.update, conversations.replies and chat.getPermalink
-behave like Slack's. Failures can be injected per method (`fail_next`) or per channel
+Messages posted are kept per channel, so chat.update, conversations.replies, conversations.history
+(newest first, paged with a cursor; a message's `metadata` only with include_all_metadata, as Slack
+does) and chat.getPermalink behave like Slack's. Message ts count up from `ts_base` (a Unix time). Failures can be injected per method (`fail_next`) or per channel
 (`reject_channel`), including 429 with Retry-After for the retry handlers. Files added with
 `add_file` are described by files.info and downloadable from `url_private_download` on this server,
 with the bot token only (without it, like Slack, a sign-in page comes back). Like Slack it refuses a
@@ -100,6 +101,7 @@ class FakeSlack:
         self._views = itertools.count(1)
         self._failures: dict[str, list[Failure]] = {}
         self._ts = itertools.count(1)
+        self.ts_base = 1_700_000_000  # the first message is 1700000001.000100; set it to place messages in time
         self._changed = asyncio.Condition()
         self._socket_envelopes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._runner: web.AppRunner | None = None
@@ -251,7 +253,7 @@ class FakeSlack:
         return None
 
     def _next_ts(self) -> str:
-        return f"1700000{next(self._ts):03d}.000100"
+        return f"{self.ts_base + next(self._ts)}.000100"
 
     # -- methods -----------------------------------------------------------------------------------
 
@@ -300,6 +302,9 @@ class FakeSlack:
         ts = self._next_ts()
         message = {"ts": ts, "text": p.get("text"), "blocks": p.get("blocks"), "thread_ts": p.get("thread_ts"),
                    "user": self.bot_user_id, "bot_id": self.bot_id}
+        metadata = p.get("metadata")
+        if metadata:
+            message["metadata"] = json.loads(metadata) if isinstance(metadata, str) else metadata
         self.messages.setdefault(channel, {})[ts] = message
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
 
@@ -323,6 +328,22 @@ class FakeSlack:
         channel, root = str(p.get("channel")), str(p.get("ts"))
         msgs = [m for m in self.messages.get(channel, {}).values() if m["ts"] == root or m.get("thread_ts") == root]
         return {"ok": True, "messages": sorted(msgs, key=lambda m: m["ts"]), "has_more": False}
+
+    def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = str(p.get("channel"))
+        if channel in self.rejected_channels:
+            return {"ok": False, "error": self.rejected_channels[channel]}
+        oldest, latest = float(p.get("oldest") or 0), float(p.get("latest") or "inf")
+        with_metadata = str(p.get("include_all_metadata")).lower() in ("1", "true")
+        found = sorted((m for m in self.messages.get(channel, {}).values()
+                        if not m.get("thread_ts") or m["thread_ts"] == m["ts"]
+                        if oldest < float(m["ts"]) < latest), key=lambda m: float(m["ts"]), reverse=True)
+        start, limit = int(p.get("cursor") or 0), min(int(p.get("limit") or 100), 999)
+        page = [m if with_metadata else {k: v for k, v in m.items() if k != "metadata"}
+                for m in found[start:start + limit]]
+        more = start + limit < len(found)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _m_conversations_open(self, p: dict[str, Any]) -> dict[str, Any]:
         users = str(p.get("users") or "")

@@ -4,13 +4,20 @@ The `job_runs` row `digest:{week}` moves claimed → posted (with the message ts
 
 - A second trigger, a restart, or `cairn digest --post` for the same week finds the row and posts
   nothing (`already_posted`), or finds a fresh claim (`in_progress`: another process is posting).
-- If building or posting fails before Slack accepted the message, the claim is released and a later
-  trigger tries again.
-- A claim left `claimed` for STALE_CLAIM by a process that died between claim and post is taken
-  over and the digest posted (at-least-once for that crash). The only window for a duplicate is a
-  crash between Slack accepting chat.postMessage and the `posted` update, a few milliseconds; we
-  prefer that to a week with no digest (at-most-once would lose it for good).
+- If building or posting fails before Slack accepted the message (Slack answered with an error), the
+  claim is released and a later trigger tries again.
+- The message carries Slack message metadata (`cairn_digest`: week, tenant, claim token). A claim left
+  `claimed` for STALE_CLAIM by a process that died is taken over, and the new holder first reads the
+  channel's history since that claim (conversations.history with all metadata, a few pages): a message
+  posted under an earlier claim of the same week and tenant is recorded as the week's post and not
+  posted again, so a crash after Slack accepted chat.postMessage but before the `posted` update
+  leaves one digest, not two. A post whose answer never came (a timeout, the process stopped
+  mid-call) hands the claim over at once, to be checked the same way by the next trigger.
+- Reading the history needs `channels:history` (`groups:history` for a private channel) and the
+  channel given by id. When it cannot be read the takeover says so in the log and posts anyway:
+  at-least-once, a duplicate rather than a week with no digest.
 - Once `posted`, the message is never posted again; a failed chart upload is logged, not retried.
+  A digest found in the history gets its chart then (the chart is only uploaded after `posted`).
 """
 
 from __future__ import annotations
@@ -18,26 +25,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.digest_view import render_slack
 from escalations.chart import render_chart
 from escalations.digest import Digest, build_digest
 from store.reports import EscalationReports
-from store.run_claims import RunClaims
+from store.run_claims import RunClaim, RunClaims
 
 log = logging.getLogger(__name__)
 
 STALE_CLAIM = timedelta(minutes=15)
+DIGEST_EVENT = "cairn_digest"  # the Slack message metadata event type a digest is posted with
+HISTORY_MARGIN = timedelta(minutes=5)  # read the history from this long before the first claim (clock skew)
+HISTORY_PAGES = 5  # of 200 messages: a digest channel is quiet, and a takeover comes within hours
 
 
 @dataclass(frozen=True)
 class PostResult:
     week: str
-    status: str  # posted | already_posted | in_progress
+    status: str  # posted | already_posted (also: found in the channel after a crash) | in_progress
     channel: str | None = None
     ts: str | None = None
     chart_uploaded: bool = False
@@ -71,23 +82,91 @@ async def post_digest(*, reports: EscalationReports, runs: RunClaims, client: As
         detail = state.detail if state else {}
         log.info("digest %s not posted again: %s", week, status)
         return PostResult(week, status, channel=detail.get("channel"), ts=detail.get("ts"))
+    tenant = tenant_id or ""
     if claim.reclaimed:
-        log.warning("digest %s: taking over a claim left by a process that stopped before posting", week)
+        log.warning("digest %s: taking over a claim left by a process that stopped before recording its post",
+                    week)
+        found = await _posted_earlier(client, claim, channel=channel, week=week, tenant=tenant)
+        if found is not None:
+            return await _record_found(reports=reports, runs=runs, client=client, claim=claim, week=week,
+                                       timezone=timezone, now=now, tenant_id=tenant_id, channel=channel, ts=found)
     try:
         digest = await build_digest(reports, week=week, timezone=timezone, link_for=permalinker(client),
                                     tenant_id=tenant_id)
         text, blocks = render_slack(digest)
         png = await asyncio.to_thread(render_chart, digest.trend, ZoneInfo(timezone))
-        resp = await client.chat_postMessage(channel=channel, text=text, blocks=blocks, unfurl_links=False,
-                                             unfurl_media=False)
     except BaseException:
         await runs.release_run(claim)
+        raise
+    metadata = {"event_type": DIGEST_EVENT, "event_payload": {"week": week, "tenant": tenant, "token": claim.token}}
+    try:
+        resp = await client.chat_postMessage(channel=channel, text=text, blocks=blocks, unfurl_links=False,
+                                             unfurl_media=False, metadata=metadata)
+    except SlackApiError:  # Slack answered: nothing was posted
+        await runs.release_run(claim)
+        raise
+    except BaseException:  # no answer: Slack may have posted it; the next trigger looks before posting
+        await runs.abandon_run(claim)
         raise
     posted_channel, ts = str(resp["channel"]), str(resp["ts"])
     await runs.mark_run(claim, state="posted", now=now, channel=posted_channel, ts=ts)
     uploaded = await _upload_chart(client, digest, png, channel=posted_channel)
     await runs.mark_run(claim, state="done", now=now, chart_uploaded=uploaded)
     return PostResult(week, "posted", channel=posted_channel, ts=ts, chart_uploaded=uploaded)
+
+
+async def _posted_earlier(client: AsyncWebClient, claim: RunClaim, *, channel: str, week: str,
+                          tenant: str) -> str | None:
+    """The ts of this week's digest posted under an earlier claim of it, from the channel's history; None
+    when there is none or the history cannot be read (logged: the digest is then posted again)."""
+    since = (claim.first_claimed_at or datetime.now(UTC)) - HISTORY_MARGIN
+    cursor: str | None = None
+    try:
+        for _ in range(HISTORY_PAGES):
+            resp = await client.conversations_history(channel=channel, oldest=f"{since.timestamp():.6f}",
+                                                      include_all_metadata=True, limit=200, cursor=cursor)
+            for message in resp.get("messages") or []:
+                meta = message.get("metadata") or {}
+                payload = meta.get("event_payload") or {}
+                if (meta.get("event_type") == DIGEST_EVENT and payload.get("week") == week
+                        and payload.get("tenant", "") == tenant and payload.get("token") in claim.earlier_tokens):
+                    log.warning("digest %s: found in the channel (ts %s), posted by the process that stopped; "
+                                "not posting it again", week, message.get("ts"))
+                    return str(message["ts"])
+            cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
+            if not resp.get("has_more") or not cursor:
+                log.info("digest %s: not in %s's history since the first claim; posting it", week, channel)
+                return None
+    except SlackApiError as exc:
+        log.warning("digest %s: cannot read %s's history to check for a digest already posted (%s%s); posting it, "
+                    "which may post it twice", week, channel, exc.response.get("error"),
+                    f", needs {exc.response.get('needed')}" if exc.response.get("needed") else "")
+        return None
+    except Exception as exc:
+        log.warning("digest %s: cannot read %s's history to check for a digest already posted (%s); posting it, "
+                    "which may post it twice", week, channel, type(exc).__name__)
+        return None
+    log.warning("digest %s: no digest found in the last %d pages of %s's history; posting it", week,
+                HISTORY_PAGES, channel)
+    return None
+
+
+async def _record_found(*, reports: EscalationReports, runs: RunClaims, client: AsyncWebClient, claim: RunClaim,
+                        week: str, timezone: str, now: datetime, tenant_id: str | None, channel: str,
+                        ts: str) -> PostResult:
+    """The week's digest is in the channel already: record it as posted, then give it the chart that the
+    process which posted it never uploaded (the chart goes up only after `posted` is recorded)."""
+    await runs.mark_run(claim, state="posted", now=now, channel=channel, ts=ts)
+    try:
+        digest = await build_digest(reports, week=week, timezone=timezone, tenant_id=tenant_id)
+        png = await asyncio.to_thread(render_chart, digest.trend, ZoneInfo(timezone))
+    except Exception as exc:
+        log.warning("digest %s: the chart could not be drawn (%s); the digest itself was posted", week, exc)
+        uploaded = False
+    else:
+        uploaded = await _upload_chart(client, digest, png, channel=channel)
+    await runs.mark_run(claim, state="done", now=now, chart_uploaded=uploaded)
+    return PostResult(week, "already_posted", channel=channel, ts=ts, chart_uploaded=uploaded)
 
 
 async def _upload_chart(client: AsyncWebClient, digest: Digest, png: bytes, *, channel: str) -> bool:
