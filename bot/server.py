@@ -118,9 +118,9 @@ def build_http(services: Services, slack_app: AsyncApp | None) -> FastAPI:
 
     handler = None
     if slack_app is not None:
-        from slack_bolt.adapter.fastapi.async_handler import AsyncSlackRequestHandler
+        from bot.slack.http_events import SlackEvents
 
-        handler = AsyncSlackRequestHandler(slack_app)
+        handler = SlackEvents(slack_app, signing_secret=services.settings.slack_signing_secret)
     return create_http_app(services, slack_handler=handler)
 
 

@@ -74,6 +74,8 @@ async def test_serve_http(tmp_path: Path, handbook_template: Path, embedder: Emb
         await fake_slack.wait_for("chat.update", lambda c: c.channel == "D0BOB" and "[1]" in c.text, within=60)
         bad = {"Content-Type": "application/json", **sign(body, secret="wrong")}
         assert (await client.post("/slack/events", content=body, headers=bad)).status_code == 401
+        malformed = {"Content-Type": "application/json", **sign("{not json")}
+        assert (await client.post("/slack/events", content="{not json", headers=malformed)).status_code == 400
 
         # The server owns the index: `cairn ingest` hands the file over and its worker publishes it.
         doc = tmp_path / "pets.md"
