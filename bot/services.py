@@ -119,7 +119,16 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
                         warm: bool = True) -> AsyncIterator[Services]:
     """Everything a turn needs. With `warm` (commands that search or answer) the models and index legs
     are loaded before this yields, not by the first question; without it they load on first use."""
+    from bot.metrics import Metrics
+    from graph.answerers import build_answerer
+    from graph.builder import build_graph
+    from graph.checkpoint import open_checkpointer
+    from graph.runner import ConversationRunner
+    from retrieval.conflicts import detect_conflicts
     from retrieval.index import open_index
+    from retrieval.ingest import Ingestor
+    from retrieval.rerank import build_reranker
+    from retrieval.search import Searcher
 
     settings.cairn_home.mkdir(parents=True, exist_ok=True)
     access = AccessPolicy.load(settings.access_file)
@@ -132,16 +141,6 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
         await db.close()
         raise
     try:
-        from bot.metrics import Metrics
-        from graph.answerers import build_answerer
-        from graph.builder import build_graph
-        from graph.checkpoint import open_checkpointer
-        from graph.runner import ConversationRunner
-        from retrieval.conflicts import detect_conflicts
-        from retrieval.ingest import Ingestor
-        from retrieval.rerank import build_reranker
-        from retrieval.search import Searcher
-
         store = _store(settings, db)
         catalog, jobs, conversations, controls = store.catalog, store.jobs, store.conversations, store.controls
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
