@@ -6,6 +6,8 @@ must appear in the answer as a whole run of tokens (so "$250" is not found insid
 - case, Unicode compatibility forms, Arabic diacritics and letter variants, Arabic-Indic digits;
 - amounts: "USD 250" = "$250" = "250 USD" = "250 dollars" = "US$250" (also £/GBP, €/EUR, SAR, AED, …;
   "$500 AUD" is AUD 500), thousands separators dropped ("1,500" = "1500"), "15 %" = "15 percent" = "15%";
+- a number's unit is one form: "16-week" = "16 weeks" = "16 week" (days, weeks, months, years, hours,
+  minutes, nights);
 - every other punctuation mark is a space, and citations ("[tenant:doc:v1:0002]") are removed first.
 """
 
@@ -35,6 +37,7 @@ _PERCENT = re.compile(r"(\d)\s*(?:%|٪|percent\b|per cent\b)", re.IGNORECASE)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")
 _TOKEN = re.compile(r"\w+%?|%")
+_UNIT = re.compile(r"(?<=\d)[\s-]?(day|week|month|year|hour|minute|night)s?\b")
 
 
 def _amount(match: re.Match[str]) -> str:
@@ -57,6 +60,7 @@ def normalise(text: str) -> str:
     text = _THOUSANDS.sub("", text)
     text = _AMOUNT.sub(_amount, text)
     text = _PERCENT.sub(r"\1% ", text)
+    text = _UNIT.sub(r" \1", text)
     text = _DECIMAL.sub("_", text)  # 0.62 stays one token
     return " ".join(_TOKEN.findall(text))
 

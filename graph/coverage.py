@@ -21,9 +21,10 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
 One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
 best) must contain every distinguishing term (or an alias or a
 common equivalent: "holiday" is leave, "doctor's note" a medical certificate); otherwise the
-turn escalates as `below_score_floor`, with the missing terms in the trace. English questions
-over English passages only: across languages or in Arabic there are no shared words to count
-(the reranker's multilingual scores and the floor still apply there).
+turn escalates as `below_score_floor`, with the missing terms in the trace. Across languages or
+in Arabic there are no shared words to count, except the tenant's names, which both spell alike
+("… في 37signals؟" over another company's page escalates); the reranker's multilingual scores and
+the floor apply there as before.
 """
 
 from __future__ import annotations
@@ -91,10 +92,13 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     one of them when its document uses it."""
     top = max((p.score for p in passages), default=0.0)
     fit = [p for p in passages if p.score >= max(min_score, top - QUOTED_MARGIN)]
-    if not fit or detect_language(question) != "en" or any(p.lang != "en" for p in fit):
+    if not fit:
         return None
     names = names or {}
-    wanted = _distinguishing(question, passages, names)
+    if detect_language(question) != "en" or any(p.lang != "en" for p in fit):
+        wanted = _names_written_in_latin(question, names)
+    else:
+        wanted = _distinguishing(question, passages, names)
     if not wanted:
         return None
     best_missing: tuple[str, ...] | None = None
@@ -115,6 +119,13 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         if best_missing is None or len(missing) < len(best_missing):
             best_missing = missing
     return Gap(missing=best_missing or ())
+
+
+def _names_written_in_latin(question: str, names: Names) -> dict[str, frozenset[str]]:
+    """Across languages the one thing both sides spell alike: a tenant's name ("… في 37signals؟",
+    "… in GitLab")."""
+    return {word: frozenset(features.tokens(word)) for word in _LATIN_WORD.findall(question)
+            if word_key(word) in names and features.tokens(word)}
 
 
 def _distinguishing(question: str, passages: Sequence[Passage], names: Names) -> dict[str, frozenset[str]]:
@@ -157,6 +168,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
 
 
 _WORD = re.compile(r"[\w'’-]+")
+_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
 _BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpot, 37signals
 
 

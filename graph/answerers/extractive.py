@@ -336,12 +336,14 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         return next((s for s in sentences if s.passage == best.passage and s.index == best.index + offset), None)
 
     named = features.names(question) | features.places(question, widen=True)
+    kind = features.answer_kind(question)
     for found in (neighbour(1), neighbour(-1)):
         if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]):
             continue
         if features.is_history(found.text):
             continue  # an old value is never quoted beside the current one
-        if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named):
+        if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named,
+                        kind):
             picks.append(found)
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
@@ -351,11 +353,14 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
     return sorted(picks, key=lambda s: (s.passage, s.index))
 
 
-def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str]) -> bool:
+def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str], kind: str | None) -> bool:
     """Whether a sentence next to the best one belongs in the answer: the exception, population or
-    local amount that limits it, the exclusion that follows a general rule, or the continuation of
-    a number."""
+    local amount that limits it, the exclusion that follows a general rule, the continuation of a
+    number, or the answer itself when the best one only restates what was asked ("… send simulated
+    phishing emails to team members." then "… one campaign each fiscal quarter." for "how often")."""
     after = other.index > best.index
+    if features.kind_score(kind, best.text) < 0 < features.kind_score(kind, other.text):
+        return True
     if _EXCEPTION_START.search(other.text) and (after or re.search(r"\d", best.text)):
         return True
     if after and _SCOPE_START.search(other.text):

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 
 _TOKEN = re.compile(r"\w+")
+_COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
 _ARABIC_DIACRITICS = re.compile(r"[\u064B-\u0652\u0670\u0640]")
 STOP = frozenset(
     "the a an of to in on for and or is are be what which who how many much do does did i my me we our "
@@ -111,9 +112,11 @@ HISTORY_PENALTY = 0.25
 
 def tokens(text: str) -> set[str]:
     """Content words, lower-cased, without accents ("Beyoncé" = "beyonce") or Arabic diacritics,
-    the Arabic article dropped and English lightly stemmed."""
+    the Arabic article dropped and English lightly stemmed. A hyphenated word also counts written
+    as one ("co-working" is "coworking" too, "e-bike" "ebike")."""
     out = set()
-    for token in _TOKEN.findall(_fold(text)):
+    folded = _fold(text)
+    for token in [*_TOKEN.findall(folded), *(m.replace("-", "") for m in _COMPOUND.findall(folded))]:
         if token.startswith("ال") and len(token) > 4:
             token = token[2:]
         token = stem(token)

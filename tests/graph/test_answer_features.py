@@ -106,9 +106,13 @@ def test_answerable_questions_pass_the_gate(question: str, passages: list[Passag
     assert find_gap(question, passages, min_score=0.3) is None
 
 
-def test_the_gate_reads_english_only() -> None:
+def test_across_languages_the_gate_reads_only_the_tenant_s_names() -> None:
     arabic = passage("يحق لك ترحيل 5 أيام.", heading="سياسة الإجازات", title="سياسة الإجازات", lang="ar")
     assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [arabic], min_score=0.3) is None
+    names = {"globex": frozenset({"globex/security"}), "acme": frozenset({"hr/leave"})}
+    gap = find_gap("كم يومًا يمكنني ترحيلها في Globex؟", [CARRY], min_score=0.3, names=names)
+    assert gap is not None and gap.missing == ("Globex",)
+    assert find_gap("كم يومًا يمكنني ترحيلها في Acme؟", [CARRY], min_score=0.3, names=names) is None
     assert find_gap("Can I carry over unused sick days?", [CARRY], min_score=0.9) is None  # nothing fit to quote
 
 

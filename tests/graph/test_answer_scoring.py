@@ -23,6 +23,8 @@ CITE = "[larkspur:finance/travel:v1:0002]"
     ("The RATE is USD 0.62 per mile.", "usd 0.62 per mile"),
     ("Up to $500 AUD per month.", "AUD 500"),
     ("Core hours are 10:00 to 15:00.", "10:00 to 15:00"),
+    ("GitLab’s 16-week paid Parental Leave.", "16 weeks"),  # one unit, however it is joined
+    ("Up to 4 weeks of paid leave.", "4 week"),
     ("يُشترط تقديم الطلب قبل موعد السفر بخمسة عشر (15) يوم عمل", "قبل موعد السفر بخمسة عشر (15) يوم عمل"),
 ])
 def test_the_fact_is_found_whatever_its_spelling(answer: str, gold: str) -> None:
@@ -34,6 +36,7 @@ def test_the_fact_is_found_whatever_its_spelling(answer: str, gold: str) -> None
     ("The limit is USD 250.", "GBP 250"),          # another currency
     ("The old rate was USD 0.58 per mile.", "USD 0.62"),
     ("Claims are due within 3 days.", "30 days"),
+    ("A 3-week trip.", "3 days"),
     ("Fifteen days.", "15 days"),                   # the bench scores digits; the gold spells what the page spells
     (None, "USD 250"),
     ("", "USD 250"),

@@ -103,3 +103,16 @@ async def test_removed_versions_take_their_prepared_vectors_with_them(handbook: 
     assert await catalog.load_answer_vectors(chunk_ids=[c.chunk_id for c in travel])
     assert await handbook.ingestor.withdraw(tenant_id="larkspur", doc_id="finance/travel")
     assert await catalog.load_answer_vectors(chunk_ids=[c.chunk_id for c in travel]) == {}
+
+
+async def test_a_sentence_that_only_restates_the_question_brings_the_answer_next_to_it(embedder: Embedder) -> None:
+    text = ("# Phishing Programme\n\nThe Security team sends simulated phishing emails to every team member to test"
+            " how well they spot phishing. At a minimum, one campaign takes place each fiscal quarter."
+            " Reports go to the security inbox.\n")
+    passage = Passage(chunk_id="t:security/phishing:v1:0000", doc_id="security/phishing", version="v1",
+                      title="Phishing Programme", source_path="phishing.md", page=None, heading="Phishing Programme",
+                      text=text, score=0.7, rrf=0.03, owner=None, policy_id=None, lang="en")
+    request = AnswerRequest(question="How often does the security team send simulated phishing emails?",
+                            language="en", passages=[passage], min_score=0.3, messages=[])
+    shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
+    assert "each fiscal quarter" in shown
