@@ -38,6 +38,10 @@ _BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSp
 # Addresses, paths and handles: their lower case says nothing about how the word is written in prose.
 _NOT_PROSE = re.compile(r"[@#/]|\w[.:]\w")
 _POSSESSIVE = re.compile(r"['’]s$")
+# Regions are where, not who: "Northern European cities" is answered by a list of Danish and
+# Swedish ones. (Countries and cities have their own rule in graph/coverage.py.)
+_REGIONS = frozenset("north south east west northern southern eastern western central europe european asia asian "
+                     "africa african nordic scandinavian mediterranean latin arab middle".split())
 
 Names = Mapping[str, frozenset[str]]  # name → ids of the documents that use it
 
@@ -71,9 +75,10 @@ def build_names(documents: Iterable[tuple[str, str, Iterable[str]]]) -> dict[str
         elif form[:1].isalpha():
             lower[key] += n
     names = {w for w, n in capital.items() if n >= NAME_MIN_COUNT and lower[w] <= LOWER_SHARE * n} | brands
-    # A place is read as a place (graph/coverage.py has its own rule); a word with no content
-    # (a stopword, a number) names nothing.
-    names = {w for w in names if features.tokens(w) and not features.places(w) and not w.isdigit()}
+    # A place or a region is read as a place; a word with no content (a stopword, a number)
+    # names nothing.
+    names = {w for w in names if features.tokens(w) and not features.places(w) and not w.isdigit()
+             and w not in _REGIONS}
     docs: dict[str, set[str]] = defaultdict(set)
     for doc_id, words in used.items():
         for w in words & names:

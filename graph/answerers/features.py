@@ -45,7 +45,7 @@ _PLACES: dict[str, tuple[str, ...]] = {
     "saudi arabia": ("ksa", "saudi", "riyadh", "jeddah", "dammam"),
     "germany": ("german", "berlin", "munich", "frankfurt"),
     "france": ("french", "paris"),
-    "netherlands": ("dutch", "amsterdam"),
+    "netherlands": ("dutch", "holland", "amsterdam"),
     "canada": ("canadian", "toronto", "vancouver", "montreal"),
     "australia": ("australian", "sydney", "melbourne"),
     "india": ("indian", "bangalore", "bengaluru", "mumbai", "delhi"),

@@ -121,12 +121,14 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
         ("acme/travel", "Acme Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice.",
                                         "Questions: travel@acme.example or #acme-travel."]),
         ("globex/security", "Globex Security", ["At Globex, passwords have 15 characters. Globex rotates keys.",
-                                                "Managers approve access. The manager is told."]),
+                                                "Managers approve access. The manager is told.",
+                                                "Our European offices follow European rules."]),
     ])
     assert names["navan"] == {"acme/travel"}
     assert names["globex"] == {"globex/security"}
     assert names["acme"] == {"acme/travel"}  # in prose, the title and the id; "@acme" and "#acme-…" are not prose
     assert "managers" not in names and "manager" not in names  # written in lower case too
+    assert "european" not in names  # a region is where, not who
     acme_passwords = passage("Passwords have at least 12 characters.", heading="Access > Passwords",
                              title="Access Standard", doc="acme/access")
     names = {**names, "acme": frozenset({"acme/travel", "acme/access"})}
