@@ -97,14 +97,20 @@ class TenantNames:
 
     async def names(self, tenant_id: str) -> Names:
         built = self._built.get(tenant_id)
-        if built is None:
-            await self._rebuild(tenant_id)
+        if built is None:  # the first turn of a tenant waits for them (questions asked meanwhile share the build)
+            await asyncio.shield(self._start_rebuild(tenant_id))
             return self._built[tenant_id][1]
-        if time.monotonic() - built[0] > self.refresh_s and tenant_id not in self._rebuilding:
+        if time.monotonic() - built[0] > self.refresh_s:
+            self._start_rebuild(tenant_id)
+        return built[1]
+
+    def _start_rebuild(self, tenant_id: str) -> asyncio.Task[None]:
+        task = self._rebuilding.get(tenant_id)
+        if task is None:
             task = asyncio.get_running_loop().create_task(self._rebuild(tenant_id))
             self._rebuilding[tenant_id] = task
             task.add_done_callback(lambda _t: self._rebuilding.pop(tenant_id, None))
-        return built[1]
+        return task
 
     async def _rebuild(self, tenant_id: str) -> None:
         started = time.perf_counter()
