@@ -18,6 +18,7 @@ The thread id is the conversation (session) id.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -31,6 +32,7 @@ from graph.nodes.tools import ConflictCheck, make_tools
 from graph.nodes.validate import validate
 from graph.routing import route_after_agent, route_after_tools, route_after_validate
 from graph.state import ConversationState, PauseCheck
+from graph.timings import inline_router, timed_call, timed_node
 from retrieval.search import Searcher
 from store.conversations import ConversationStore
 
@@ -43,27 +45,32 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
     lookups are paused); "llm" paused → the answerer's fallback (extractive) drafts instead.
     `conflict_check(question, passages)` holds answers whose sources disagree (conflicting_sources)."""
     g = StateGraph(ConversationState)
-    g.add_node("agent", make_agent(answerer, max_tool_rounds=max_tool_rounds, is_paused=is_paused))
     extractive = answerer if hasattr(answerer, "closest_sentence") else answerer.fallback
-    g.add_node("tools", make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused,
-                                   conflict_check=conflict_check,
-                                   closest_sentence=getattr(extractive, "closest_sentence", None)))
-    g.add_node("validate", validate)
-    g.add_node("set_retrieval_unavailable", set_retrieval_unavailable)
-    g.add_node("set_below_score_floor", set_below_score_floor)
-    g.add_node("set_conflicting_sources", set_conflicting_sources)
-    g.add_node("force_escalate", force_escalate)
-    g.add_node("human_review", make_human_review(conversations, deadline_hours=escalation_deadline_hours))
+    nodes: dict[str, Callable[[ConversationState], Awaitable[dict[str, Any]]]] = {
+        "agent": make_agent(answerer, max_tool_rounds=max_tool_rounds, is_paused=is_paused),
+        "tools": make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused,
+                            conflict_check=timed_call("conflicts", conflict_check) if conflict_check else None,
+                            closest_sentence=getattr(extractive, "closest_sentence", None)),
+        "validate": validate,
+        "set_retrieval_unavailable": set_retrieval_unavailable,
+        "set_below_score_floor": set_below_score_floor,
+        "set_conflicting_sources": set_conflicting_sources,
+        "force_escalate": force_escalate,
+        "human_review": make_human_review(conversations, deadline_hours=escalation_deadline_hours),
+    }
+    for name, node in nodes.items():  # each node reports its time to the turn (graph/timings.py)
+        # (LangGraph's node protocol names the state parameter; a Callable type cannot say so)
+        g.add_node(name, timed_node(name, node))  # type: ignore[call-overload]
 
     g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", route_after_agent, ["tools", "validate"])
-    g.add_conditional_edges("tools", route_after_tools,
+    g.add_conditional_edges("agent", inline_router(route_after_agent), ["tools", "validate"])
+    g.add_conditional_edges("tools", inline_router(route_after_tools),
                             ["agent", "set_retrieval_unavailable", "set_below_score_floor",
                              "set_conflicting_sources", "force_escalate"])
     g.add_edge("set_retrieval_unavailable", "force_escalate")
     g.add_edge("set_conflicting_sources", "force_escalate")
     g.add_edge("set_below_score_floor", "force_escalate")
-    g.add_conditional_edges("validate", route_after_validate, ["force_escalate", END])
+    g.add_conditional_edges("validate", inline_router(route_after_validate), ["force_escalate", END])
     g.add_edge("force_escalate", "human_review")
     g.add_edge("human_review", "agent")
     return g.compile(checkpointer=checkpointer)

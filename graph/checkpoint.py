@@ -3,12 +3,38 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from graph.timings import add_timing
+
+
+class TimedSqliteSaver(AsyncSqliteSaver):
+    """The SQLite saver, reporting the time a turn spends writing checkpoints (graph/timings.py)."""
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        started = time.perf_counter()
+        try:
+            return await super().aput(config, checkpoint, metadata, new_versions)
+        finally:
+            add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        started = time.perf_counter()
+        try:
+            await super().aput_writes(config, writes, task_id, task_path)
+        finally:
+            add_timing("checkpoint_writes_ms", (time.perf_counter() - started) * 1000)
 
 
 @asynccontextmanager
@@ -22,7 +48,7 @@ async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
         # fsync for each would dominate the turn's latency.
         await conn.execute("PRAGMA synchronous=NORMAL")
         await conn.execute("PRAGMA busy_timeout=10000")
-        saver = AsyncSqliteSaver(conn)
+        saver = TimedSqliteSaver(conn)
         await saver.setup()
         yield saver
     finally:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -29,6 +30,7 @@ from langgraph.types import Command
 
 from graph.messages import abstention, attributed_answer, fixed, user_language
 from graph.state import PATH_RESET, AdminReply, EscalationPayload, passage_from_state, scope_to_state
+from graph.timings import add_timing, collect_timings
 from graph.validate import citations_in
 from retrieval.search import Passage
 from store.conversations import ANSWERED, OPEN, ConversationStore
@@ -55,6 +57,8 @@ class TurnOutcome:
     citations: list[dict[str, object]] = field(default_factory=list)
     language: str = "en"
     trace: dict[str, Any] = field(default_factory=dict)
+    # Where the turn's time went, ms by stage (the turn record keeps the same; see graph/timings.py)
+    timings: dict[str, float] = field(default_factory=dict)
 
     def as_json(self, *, qid: str | None = None) -> dict[str, object]:
         """The `cairn ask` / eval shape: route is "answer" or "escalate"; `outcome` is the precise route."""
@@ -108,21 +112,25 @@ class ConversationRunner:
         language = user_language(question, lang)
         started = time.perf_counter()
         async with self._lock(f"session:{session_id}"):
-            try:
-                await self.conversations.get_or_create_session(
-                    session_id=session_id, user_id=scope.user_id, tenant_id=scope.tenant_id, channel=channel,
-                    thread_ts=thread_ts, surface=surface, lang=lang)
-                pending = await self.conversations.pending_escalation(session_id=session_id)
-                if pending is not None:
-                    outcome = await self._append_pending(pending, turn_id, question, language)
-                else:
-                    outcome = await self._run_turn(session_id, scope, question, language, turn_id)
-            except Exception:
-                log.exception("turn %s failed", turn_id)
-                outcome = await self._error_outcome(session_id, scope, question, language, turn_id)
-            elapsed = time.perf_counter() - started
-            timings = {"total_ms": round(elapsed * 1000, 2)}
-            await self._record(outcome, scope, question, surface, timings)
+            with collect_timings() as spans:
+                try:
+                    await self.conversations.get_or_create_session(
+                        session_id=session_id, user_id=scope.user_id, tenant_id=scope.tenant_id, channel=channel,
+                        thread_ts=thread_ts, surface=surface, lang=lang)
+                    pending = await self.conversations.pending_escalation(session_id=session_id)
+                    add_timing("session_ms", (time.perf_counter() - started) * 1000)
+                    if pending is not None:
+                        outcome = await self._append_pending(pending, turn_id, question, language)
+                    else:
+                        outcome = await self._run_turn(session_id, scope, question, language, turn_id)
+                except Exception:
+                    log.exception("turn %s failed", turn_id)
+                    outcome = await self._error_outcome(session_id, scope, question, language, turn_id)
+                elapsed = time.perf_counter() - started
+                timings = {**spans, "total_ms": round(elapsed * 1000, 2)}
+                await self._record(outcome, scope, question, surface, timings)
+                timings["record_ms"] = round((time.perf_counter() - started) * 1000 - timings["total_ms"], 3)
+        outcome = dataclasses.replace(outcome, timings=timings)
         if self.on_turn is not None:
             self.on_turn(outcome.route, outcome.reason, elapsed)
         return outcome
@@ -137,12 +145,17 @@ class ConversationRunner:
             "searches": [], "tool_signal": None, "conflicts": [], "tool_rounds": 0, "reason": None,
             "validation": None,
             "answer": None, "route": None, "answerer": None, "human_reply": None}
-        await self.graph.ainvoke(turn_input, config)
-        snapshot = await self.graph.aget_state(config)
-        values = snapshot.values
+        started = time.perf_counter()
+        # The run's output is the final state (and the interrupt it stopped at), so it is not read back
+        # from the checkpointer. Durability "exit": the turn's state is written once, when the run ends
+        # or stops at human_review, not after every step; a process that dies mid-turn leaves the
+        # session as the previous turn left it, and that turn's question fails visibly anyway.
+        values = dict(await self.graph.ainvoke(turn_input, config, durability="exit"))
+        add_timing("graph_ms", (time.perf_counter() - started) * 1000)
+        interrupts = values.pop("__interrupt__", ())
         if values.get("turn_id") != turn_id:
             raise RuntimeError("the graph state belongs to another turn")
-        payload = self._payload(snapshot, turn_id)
+        payload = self._escalation_in(interrupts, turn_id)
         passages = [passage_from_state(p) for p in values.get("passages") or []]
         if payload is not None:
             escalation = await self.conversations.get_escalation(escalation_id=payload["escalation_id"])
@@ -311,7 +324,12 @@ class ConversationRunner:
 
     @staticmethod
     def _payload(snapshot: Any, turn_id: str) -> EscalationPayload | None:
-        for item in getattr(snapshot, "interrupts", ()) or ():
+        return ConversationRunner._escalation_in(getattr(snapshot, "interrupts", ()) or (), turn_id)
+
+    @staticmethod
+    def _escalation_in(interrupts: Any, turn_id: str) -> EscalationPayload | None:
+        """The escalation payload of `turn_id` among a run's (or a snapshot's) interrupts."""
+        for item in interrupts or ():
             value = getattr(item, "value", None)
             if isinstance(value, dict) and value.get("type") == "escalation" and value.get("turn_id") == turn_id:
                 return cast(EscalationPayload, value)

