@@ -235,20 +235,37 @@ def _superseded_by_text(passages: Sequence[PassageLike], q_terms: frozenset[int]
     about that value, whether or not the old passage's number shares a word with the question."""
     out: set[str] = set()
     for p in passages:
-        for sentence in split_sentences(body_of(p.text)):
-            verb = _SUPERSEDES.search(sentence)
-            if not verb:
-                continue
+        for sentence, verb_end in _superseding_sentences(body_of(p.text)):
             low = sentence.lower()
             for other in passages:
-                at = low.find(other.title.lower(), verb.end()) if other.title else -1
+                at = low.find(other.title.lower(), verb_end) if other.title else -1
                 if other.doc_id == p.doc_id or at < 0:
                     continue
                 # what is superseded: the words between the verb and the title ("the mileage rate in")
-                about = lexicon.content(sentence[verb.end():at]) & q_terms
+                about = lexicon.content(sentence[verb_end:at]) & q_terms
                 if about and lexicon.content(f"{other.heading.replace('>', ' ')} {other.text}") & about:
                     out.add(other.chunk_id)
     return out
+
+
+# The readings below are pure functions of a passage's (or a sentence's) text, kept per text: the
+# same policies come back turn after turn, and each is read several times a turn.
+
+
+@functools.lru_cache(maxsize=4096)
+def _superseding_sentences(body: str) -> tuple[tuple[str, int], ...]:
+    """(sentence, end of its "supersedes" verb) for each sentence of a body that says it supersedes."""
+    out = []
+    for sentence in split_sentences(body):
+        verb = _SUPERSEDES.search(sentence)
+        if verb:
+            out.append((sentence, verb.end()))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _says_supersedes(text: str) -> bool:
+    return bool(_SUPERSEDES.search(text))
 
 
 def _different_subjects(a: Quantity, b: Quantity) -> bool:
@@ -302,11 +319,12 @@ def _located_cached(sentence: str) -> tuple[tuple[str, float, str, int, int], ..
     return tuple(found)
 
 
-def _statements(body: str) -> list[tuple[str, list[str] | None]]:
+@functools.lru_cache(maxsize=4096)
+def _statements(body: str) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
     """Sentences, and table rows with their table's header cells (a row's numbers are about its
     label under that column)."""
-    out: list[tuple[str, list[str] | None]] = []
-    header: list[str] | None = None
+    out: list[tuple[str, tuple[str, ...] | None]] = []
+    header: tuple[str, ...] | None = None
     for line in body.splitlines():
         line = line.strip()
         if "|" not in line:
@@ -314,18 +332,18 @@ def _statements(body: str) -> list[tuple[str, list[str] | None]]:
             out.extend((sentence, None) for sentence in split_sentences(line))
         elif not re.fullmatch(r"[\s|:\-]+", line):  # a markdown separator row is no statement
             if header is None and not _located(line):  # a table's first line without numbers heads it
-                header = _cells(line)
+                header = tuple(_cells(line))
             else:
-                header = header if header is not None else []
+                header = header if header is not None else ()
                 out.append((line, header))
-    return out
+    return tuple(out)
 
 
 def _cells(row: str) -> list[str]:
     return [c.strip() for c in row.strip().strip("|").split("|")]
 
 
-def _row_subject(row: str, start: int, header: list[str], heading: str,
+def _row_subject(row: str, start: int, header: Sequence[str], heading: str,
                  lexicon: _Lexicon) -> tuple[frozenset[int], frozenset[int]]:
     """A table row: its subject is the label cells (those without a number), read under the
     column header of the number's cell and the section heading."""
@@ -392,7 +410,7 @@ def _ordered_loser(a: PassageLike, b: PassageLike, supersedes: Callable[[str, st
             return b.chunk_id
         if supersedes(b.doc_id, a.doc_id):
             return a.chunk_id
-    a_says, b_says = bool(_SUPERSEDES.search(a.text)), bool(_SUPERSEDES.search(b.text))
+    a_says, b_says = _says_supersedes(a.text), _says_supersedes(b.text)
     if a_says != b_says:
         return b.chunk_id if a_says else a.chunk_id
     if by_date and a.effective_at and b.effective_at and a.effective_at[:10] != b.effective_at[:10]:

@@ -168,10 +168,11 @@ class Catalog:
         if not chunk_ids:
             return {}
         marks = ",".join("?" * len(chunk_ids))
-        async with self._reader.execute(
-            f"SELECT * FROM {table} WHERE chunk_id IN ({marks})", list(chunk_ids)
-        ) as cur:
-            return {r["chunk_id"]: r for r in await cur.fetchall()}
+        # execute_fetchall: one round trip to the connection's thread instead of three (execute,
+        # fetch, close); these reads are on every turn's path.
+        rows = await self._reader.execute_fetchall(f"SELECT * FROM {table} WHERE chunk_id IN ({marks})",
+                                                   list(chunk_ids))
+        return {r["chunk_id"]: r for r in rows}
 
     async def chunks_without_answer_vectors(self, *, limit: int, chunk_ids: Sequence[str] | None = None,
                                             multilingual: bool = False) -> list[tuple[str, str]]:
@@ -457,8 +458,7 @@ class Catalog:
         # tenant: 12 ms instead of 0.3 at 10k chunks, on every search.
         args = [*point_ids, scope.tenant_id, iso(now), *sorted(scope.groups)]
         # One statement, one snapshot: a publication is seen whole or not at all.
-        async with self._reader.execute(sql, args) as cur:
-            rows = await cur.fetchall()
+        rows = await self._reader.execute_fetchall(sql, args)
         return {
             r["point_id"]: ChunkRecord(
                 chunk_id=r["chunk_id"], point_id=r["point_id"], tenant_id=r["tenant_id"], doc_id=r["doc_id"],
