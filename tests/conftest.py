@@ -3,8 +3,9 @@ into a template home that each test copies (so tests stay isolated and fast)."""
 
 from __future__ import annotations
 
+import logging
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -25,6 +26,22 @@ def make_settings(home: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {"CAIRN_HOME": home, "CAIRN_ACCESS_FILE": SAMPLE_ACCESS}
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """`cairn serve` run in-process installs the product's JSON handler (with its redaction filter)
+    on the root logger; the next test must start with the logging it would have had alone."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
