@@ -10,9 +10,10 @@ in a brand spelling (GitLab, HubSpot, 37signals). For each name we keep the docu
 title or id contains it: a GitLab page that never says "GitLab" in the passage quoted still
 belongs to GitLab's handbook when its id or another of its passages does.
 
-Built from the published chunks with the catalog's public reads, off the event loop, once per
-tenant; a turn after REFRESH_S triggers a rebuild in the background and keeps using the last one
-meanwhile (a new name is known a minute after its document is published, at most).
+Built from the published chunks in one read, off the event loop, once per tenant; a turn after
+REFRESH_S checks in the background whether anything was published, retired or withdrawn since
+(one aggregate query) and rebuilds only then, using the last names meanwhile (a new name is known
+a minute after its document is published, at most).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class TenantNames:
         self.refresh_s = refresh_s
         self._built: dict[str, tuple[float, dict[str, frozenset[str]]]] = {}
         self._rebuilding: dict[str, asyncio.Task[None]] = {}
+        self._signature: dict[str, tuple[int, str | None]] = {}
 
     async def names(self, tenant_id: str) -> Names:
         built = self._built.get(tenant_id)
@@ -115,16 +117,26 @@ class TenantNames:
     async def _rebuild(self, tenant_id: str) -> None:
         started = time.perf_counter()
         try:
-            docs = [d for d in await self.catalog.list_documents(tenant_id=tenant_id, include_withdrawn=False)
-                    if d.status == "active" and d.current_version]
-            texts = [(d.doc_id, d.title or "", [c.text for c in await self.catalog.version_chunks(
-                tenant_id=tenant_id, doc_id=d.doc_id, version=d.current_version)]) for d in docs]
-            names = await asyncio.to_thread(build_names, texts)
+            signature = await self.catalog.documents_signature(tenant_id=tenant_id)
+            built = self._built.get(tenant_id)
+            if built is not None and self._signature.get(tenant_id) == signature:
+                self._built[tenant_id] = (time.monotonic(), built[1])  # nothing published since
+                return
+            rows = await self.catalog.published_texts(tenant_id=tenant_id)
+            names = await asyncio.to_thread(build_names, _by_document(rows))
         except Exception as exc:  # the gate then knows only the names its passages use
             log.warning("tenant names for %s not rebuilt: %s", tenant_id, type(exc).__name__)
             if tenant_id not in self._built:
                 self._built[tenant_id] = (time.monotonic(), {})
             return
         self._built[tenant_id] = (time.monotonic(), names)
-        log.debug("tenant names for %s: %d names from %d documents in %.0f ms", tenant_id, len(names),
-                  len(texts), (time.perf_counter() - started) * 1000)
+        self._signature[tenant_id] = signature
+        log.debug("tenant names for %s: %d names from %d chunks in %.0f ms", tenant_id, len(names), len(rows),
+                  (time.perf_counter() - started) * 1000)
+
+
+def _by_document(rows: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, list[str]]]:
+    out: dict[str, tuple[str, str, list[str]]] = {}
+    for doc_id, title, text in rows:
+        out.setdefault(doc_id, (doc_id, title, []))[2].append(text)
+    return list(out.values())

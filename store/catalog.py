@@ -469,6 +469,23 @@ class Catalog:
             for r in rows
         }
 
+    async def documents_signature(self, *, tenant_id: str) -> tuple[int, str | None]:
+        """(documents, latest change): moves whenever a version of the tenant is published, retired,
+        withdrawn or regrouped (what a cache of its published text keys on)."""
+        rows = await self._reader.execute_fetchall(
+            "SELECT COUNT(*), MAX(updated_at) FROM documents WHERE tenant_id=?", (tenant_id,))
+        count, latest = next(iter(rows), (0, None))
+        return int(count or 0), latest
+
+    async def published_texts(self, *, tenant_id: str) -> list[tuple[str, str, str]]:
+        """(doc_id, title, chunk text) of every current chunk of the tenant's active documents, in
+        document and chunk order: one read (graph/tenant_names.py builds the tenant's names from it)."""
+        rows = await self._reader.execute_fetchall(
+            "SELECT c.doc_id, d.title, c.text FROM chunks c JOIN documents d ON d.tenant_id=c.tenant_id"
+            " AND d.doc_id=c.doc_id AND d.current_version=c.version"
+            " WHERE c.tenant_id=? AND d.status='active' ORDER BY c.doc_id, c.seq", (tenant_id,))
+        return [(str(r[0]), str(r[1] or ""), str(r[2])) for r in rows]
+
     async def count_eligible_chunks(self, *, tenant_id: str | None = None) -> int:
         sql = (
             "SELECT COUNT(*) FROM chunks c JOIN documents d ON d.tenant_id=c.tenant_id AND d.doc_id=c.doc_id"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import date
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -146,17 +144,24 @@ async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_ol
             self.docs = {"acme/travel": "Acme staff book hotels through Navan. Navan sends the invoice."}
             self.reads = 0
 
-        async def list_documents(self, *, tenant_id: str, include_withdrawn: bool) -> list[Any]:
-            self.reads += 1
-            return [SimpleNamespace(doc_id=d, title="", status="active", current_version="v1") for d in self.docs]
+        async def documents_signature(self, *, tenant_id: str) -> tuple[int, str | None]:
+            return len(self.docs), max(self.docs)
 
-        async def version_chunks(self, *, tenant_id: str, doc_id: str, version: str) -> list[Any]:
-            return [SimpleNamespace(text=self.docs[doc_id])]
+        async def published_texts(self, *, tenant_id: str) -> list[tuple[str, str, str]]:
+            self.reads += 1
+            return [(doc_id, "", text) for doc_id, text in self.docs.items()]
 
     catalog = Catalog()
     names = TenantNames(catalog, refresh_s=0.0)
     first, second = await asyncio.gather(names.names("t"), names.names("t"))
     assert "navan" in first and first is second and catalog.reads == 1  # two first turns, one build
+    await asyncio.sleep(0)
+    await names.names("t")  # old, but nothing was published since: not read again
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if not names._rebuilding:
+            break
+    assert catalog.reads == 1
     catalog.docs["acme/cards"] = "Pay with the Ramp card. Ramp limits apply."
     stale = await names.names("t")  # old: rebuilt in the background, the last names meanwhile
     assert "ramp" not in stale
