@@ -29,6 +29,7 @@ the floor apply there as before.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -175,17 +176,34 @@ _BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSp
 def _collection_names(passages: Sequence[Passage]) -> set[str]:
     """Words the passages write as names: a brand spelling (GitLab, 37signals), or a word written
     capitalised at every one of its (at least two) occurrences inside sentences (Sourcegraph)."""
-    seen: dict[str, list[bool]] = {}
     brands: set[str] = set()
+    seen: dict[str, list[int]] = {}  # word → [occurrences inside sentences, of which capitalised]
     for p in passages:
-        for sentence in re.split(r"(?<=[.!?:;])\s+|\n", body_of(p.text)):
-            for i, word in enumerate(_WORD.findall(sentence)):
-                if _BRAND.fullmatch(word):
-                    brands.add(word.lower())
-                if i and word[:1].isalpha() and word.isascii():
-                    seen.setdefault(word.lower(), []).append(word[:1].isupper())
-    always = {w for w, caps in seen.items() if len(caps) >= 2 and all(caps)}
+        text_brands, counts = _names_in(p.text)
+        brands |= text_brands
+        for word, (n, caps) in counts.items():
+            total = seen.setdefault(word, [0, 0])
+            total[0] += n
+            total[1] += caps
+    always = {w for w, (n, caps) in seen.items() if n >= 2 and caps == n}
     return {w for w in brands | always if features.tokens(w)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_in(text: str) -> tuple[frozenset[str], dict[str, tuple[int, int]]]:
+    """One passage's brand spellings, and per word its occurrences inside sentences and how many
+    of them are capitalised (cached: the same passages come back turn after turn)."""
+    counts: dict[str, list[int]] = {}
+    brands: set[str] = set()
+    for sentence in re.split(r"(?<=[.!?:;])\s+|\n", body_of(text)):
+        for i, word in enumerate(_WORD.findall(sentence)):
+            if _BRAND.fullmatch(word):
+                brands.add(word.lower())
+            if i and word[:1].isalpha() and word.isascii():
+                count = counts.setdefault(word.lower(), [0, 0])
+                count[0] += 1
+                count[1] += word[:1].isupper()
+    return frozenset(brands), {w: (n, caps) for w, (n, caps) in counts.items()}
 
 
 def _covered(terms: frozenset[str], have: set[str]) -> bool:

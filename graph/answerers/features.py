@@ -18,6 +18,7 @@ certificate?"). These cheap, deterministic features push the choice towards the 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -114,6 +115,12 @@ def tokens(text: str) -> set[str]:
     """Content words, lower-cased, without accents ("Beyoncé" = "beyonce") or Arabic diacritics,
     the Arabic article dropped and English lightly stemmed. A hyphenated word also counts written
     as one ("co-working" is "coworking" too, "e-bike" "ebike")."""
+    return set(_tokens(text))
+
+
+# A turn reads the same passages in the tools node's gate, the conflict check and the answerer.
+@functools.lru_cache(maxsize=8192)
+def _tokens(text: str) -> frozenset[str]:
     out = set()
     folded = _fold(text)
     for token in [*_TOKEN.findall(folded), *(m.replace("-", "") for m in _COMPOUND.findall(folded))]:
@@ -122,7 +129,7 @@ def tokens(text: str) -> set[str]:
         token = stem(token)
         if token not in STOP and (len(token) > 2 or token.isdigit()):
             out.add(token)
-    return out
+    return frozenset(out)
 
 
 def _fold(text: str) -> str:
@@ -154,6 +161,11 @@ def places(text: str, *, widen: bool = False) -> set[str]:
     """The places a text names: a country by any of its names ("UK", "Britain"), a city by its own
     name. With `widen`, a city also stands for its country: a question about Riyadh is answered by
     the sentence about Saudi Arabia, but a sentence about Boston says nothing about Denver."""
+    return set(_places(text, widen))
+
+
+@functools.lru_cache(maxsize=8192)
+def _places(text: str, widen: bool) -> frozenset[str]:
     low = " " + re.sub(r"[^\w. ]", " ", text.lower()) + " "
     out: set[str] = set()
     for name, country in _ALIAS.items():
@@ -162,7 +174,7 @@ def places(text: str, *, widen: bool = False) -> set[str]:
             out.add(f"city:{name}" if is_city else f"country:{country}")
             if is_city and widen:
                 out.add(f"country:{country}")
-    return out
+    return frozenset(out)
 
 
 _INNER_CAPITAL = re.compile(r"(?<=[\w,] )[A-Z][\w-]+")
