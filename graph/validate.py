@@ -38,6 +38,7 @@ unsupported figure), so a failed draft leaves no user-visible trace.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -183,12 +184,18 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
                    sentences=len(sentences), factual=factual)
 
 
+@functools.lru_cache(maxsize=4096)
+def _passage_facts(text: str) -> Facts:
+    """A passage's figures, read once per text (the same passages are cited turn after turn); read only."""
+    return facts_in(text, partial_dates=True)
+
+
 def _evidence(chunk_ids: list[str], texts: Mapping[str, str], cache: dict[str, Facts]) -> Facts:
     """The figures of the cited chunks together (a sentence citing two passages may combine them)."""
     merged = Facts()
     for chunk_id in chunk_ids:
         if chunk_id not in cache:
-            cache[chunk_id] = facts_in(texts.get(chunk_id) or "", partial_dates=True)
+            cache[chunk_id] = _passage_facts(texts.get(chunk_id) or "")
         found = cache[chunk_id]
         merged.figures |= found.figures
         merged.values |= found.values
