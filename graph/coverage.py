@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from graph.answerers import features
 from graph.tenant_names import Names, word_key
 from retrieval.language import detect_language
+from retrieval.rerank import near_miss
 from retrieval.search import Passage
 from retrieval.sentences import body_of
 
@@ -87,10 +88,11 @@ class Gap:
 
 
 def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
-             names: Names | None = None) -> Gap | None:
+             names: Names | None = None, words: AbstractSet[str] = frozenset()) -> Gap | None:
     """The distinguishing terms no single passage at or above the floor holds, or None. `names`:
     the tenant's names and the documents that use each (graph/tenant_names.py); a passage covers
-    one of them when its document uses it."""
+    one of them when its document uses it. `words`: every word the tenant's documents use; a
+    capitalised word of the question none of them uses, even misspelt, is one no passage holds."""
     top = max((p.score for p in passages), default=0.0)
     fit = [p for p in passages if p.score >= max(min_score, top - QUOTED_MARGIN)]
     if not fit:
@@ -99,7 +101,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     if detect_language(question) != "en" or any(p.lang != "en" for p in fit):
         wanted = _names_written_in_latin(question, names)
     else:
-        wanted = _distinguishing(question, passages, names)
+        wanted = _distinguishing(question, passages, names) | _unknown_names(question, words)
     if not wanted:
         return None
     best_missing: tuple[str, ...] | None = None
@@ -120,6 +122,22 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         if best_missing is None or len(missing) < len(best_missing):
             best_missing = missing
     return Gap(missing=best_missing or ())
+
+
+def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:
+    """Capitalised words of the question (not a place) that no document of the tenant uses, nor a
+    word a typing error away ("the Czerniakow river", "a Diwali gift"): the collection says nothing
+    about them. Without the tenant's words (none given), nothing."""
+    if not words:
+        return {}
+    out: dict[str, frozenset[str]] = {}
+    for word in features.capitalised(question):
+        parts = [word_key(p) for p in re.findall(r"\w+", word)]
+        if features.places(word, widen=True) or not features.tokens(word) \
+                or any(p in words or near_miss(p, words) for p in parts):
+            continue
+        out[word] = frozenset(features.tokens(word))
+    return out
 
 
 def _names_written_in_latin(question: str, names: Names) -> dict[str, frozenset[str]]:

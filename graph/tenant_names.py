@@ -24,6 +24,7 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from graph.answerers import features
@@ -53,8 +54,22 @@ def word_key(word: str) -> str:
     return _POSSESSIVE.sub("", low) if low.endswith(("'s", "’s")) else low
 
 
-def build_names(documents: Iterable[tuple[str, str, Iterable[str]]]) -> dict[str, frozenset[str]]:
+@dataclass(frozen=True)
+class Lexicon:
+    names: Names
+    words: frozenset[str]  # every word (as `word_key` reads it) the tenant's documents use
+
+
+EMPTY = Lexicon(names={}, words=frozenset())
+
+
+def build_names(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Names:
     """(doc_id, title, chunk texts) of each published document → its tenant's names."""
+    return build_lexicon(documents).names
+
+
+def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexicon:
+    """(doc_id, title, chunk texts) of each published document → its tenant's names and words."""
     forms: Counter[str] = Counter()  # each spelling, as written in prose
     used: dict[str, set[str]] = {}
     for doc_id, title, texts in documents:
@@ -84,7 +99,8 @@ def build_names(documents: Iterable[tuple[str, str, Iterable[str]]]) -> dict[str
     for doc_id, words in used.items():
         for w in words & names:
             docs[w].add(doc_id)
-    return {w: frozenset(ids) for w, ids in docs.items()}
+    return Lexicon(names={w: frozenset(ids) for w, ids in docs.items()},
+                   words=frozenset().union(*used.values()))
 
 
 class TenantNames:
@@ -93,11 +109,14 @@ class TenantNames:
     def __init__(self, catalog: Any, *, refresh_s: float = REFRESH_S) -> None:
         self.catalog = catalog
         self.refresh_s = refresh_s
-        self._built: dict[str, tuple[float, dict[str, frozenset[str]]]] = {}
+        self._built: dict[str, tuple[float, Lexicon]] = {}
         self._rebuilding: dict[str, asyncio.Task[None]] = {}
         self._signature: dict[str, tuple[int, str | None]] = {}
 
     async def names(self, tenant_id: str) -> Names:
+        return (await self.lexicon(tenant_id)).names
+
+    async def lexicon(self, tenant_id: str) -> Lexicon:
         built = self._built.get(tenant_id)
         if built is None:  # the first turn of a tenant waits for them (questions asked meanwhile share the build)
             await asyncio.shield(self._start_rebuild(tenant_id))
@@ -123,15 +142,15 @@ class TenantNames:
                 self._built[tenant_id] = (time.monotonic(), built[1])  # nothing published since
                 return
             rows = await self.catalog.published_texts(tenant_id=tenant_id)
-            names = await asyncio.to_thread(build_names, _by_document(rows))
+            lexicon = await asyncio.to_thread(build_lexicon, _by_document(rows))
         except Exception as exc:  # the gate then knows only the names its passages use
             log.warning("tenant names for %s not rebuilt: %s", tenant_id, type(exc).__name__)
             if tenant_id not in self._built:
-                self._built[tenant_id] = (time.monotonic(), {})
+                self._built[tenant_id] = (time.monotonic(), EMPTY)
             return
-        self._built[tenant_id] = (time.monotonic(), names)
+        self._built[tenant_id] = (time.monotonic(), lexicon)
         self._signature[tenant_id] = signature
-        log.debug("tenant names for %s: %d names from %d chunks in %.0f ms", tenant_id, len(names), len(rows),
+        log.debug("tenant names for %s: %d names from %d chunks in %.0f ms", tenant_id, len(lexicon.names), len(rows),
                   (time.perf_counter() - started) * 1000)
 
 

@@ -16,6 +16,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -100,7 +101,7 @@ def misspelt_only(query: str, language: str, unknown: set[int], candidates: Sequ
              if set(analyser.embed_query(w).indices) & unknown]
     same = [c for c in candidates if c.lang == language or language == "mixed"]
     vocab = {w for c in same for w in _WORD.findall(c.text.lower())}
-    return bool(words) and all(_near_miss(w, vocab) for w in words)
+    return bool(words) and all(near_miss(w, vocab) for w in words)
 
 
 @functools.cache
@@ -110,7 +111,8 @@ def _analyser(name: str) -> Any:
     return Bm25(Bm25Config(language="arabic" if name == "sparse_ar" else "english"))
 
 
-def _near_miss(word: str, vocab: set[str]) -> bool:
+def near_miss(word: str, vocab: AbstractSet[str]) -> bool:
+    """`word` is a typing error or two away from a word of `vocab` (see TYPO_TWO_EDITS_FROM)."""
     edits = 2 if len(word) >= TYPO_TWO_EDITS_FROM else 1
     return any(abs(len(v) - len(word)) <= edits and _within(word, v, edits) for v in vocab)
 

@@ -20,7 +20,7 @@ from graph.answerers.features import tokens
 from graph.coverage import find_gap
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
-from graph.tenant_names import Names, TenantNames
+from graph.tenant_names import EMPTY, Lexicon, TenantNames
 from retrieval.conflicts import ConflictReport, negated_scopes
 from retrieval.language import detect_language
 from retrieval.search import Passage, Searcher, SearchResult
@@ -84,7 +84,7 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
             searches.append({"query": query, **result.trace()})
             found, gate, found_conflicts, missing = await _screen(
                 state["question"], result, conflict_check, closest_sentence,
-                names=await tenant_names.names(scope.tenant_id))
+                lexicon=await tenant_names.lexicon(scope.tenant_id))
             if found_conflicts:
                 conflicts.extend(found_conflicts)
                 signals.append("conflicting_sources")
@@ -115,7 +115,7 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
 
 
 async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
-                  closest: ClosestSentence | None, *, names: Names | None = None
+                  closest: ClosestSentence | None, *, lexicon: Lexicon = EMPTY
                   ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
     aside), the gate, the conflicts found, and the question's distinguishing words no passage fit to
@@ -130,7 +130,7 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         found = [p for p in found if p.chunk_id not in report.overridden]
     missing: list[str] = []
     if gate is None and found and not conflicts:
-        gap = find_gap(question, found, min_score=result.min_score, names=names)
+        gap = find_gap(question, found, min_score=result.min_score, names=lexicon.names, words=lexicon.words)
         if gap is not None:
             gate, missing = "below_score_floor", list(gap.missing)
     return found, gate, conflicts, missing

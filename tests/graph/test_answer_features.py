@@ -10,7 +10,7 @@ import pytest
 
 from graph.answerers import features
 from graph.coverage import find_gap
-from graph.tenant_names import TenantNames, build_names
+from graph.tenant_names import TenantNames, build_lexicon, build_names
 from retrieval.search import Passage
 
 
@@ -170,3 +170,22 @@ async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_ol
         if "ramp" in await names.names("t"):
             break
     assert "ramp" in await names.names("t")
+
+
+def test_a_capitalised_word_no_document_of_the_tenant_uses_is_one_no_passage_holds() -> None:
+    rivers = passage("Other rivers include the Ovens River and the Goulburn River.", heading="Geography > Rivers",
+                     title="Victoria", doc="geo/victoria")
+    words = frozenset({"other", "rivers", "river", "include", "ovens", "goulburn", "geography", "victoria", "telenet"})
+    gap = find_gap("What animals does the Czerniakow river's ecosystem include?", [rivers], min_score=0.3,
+                   words=words)
+    assert gap is not None and gap.missing == ("Czerniakow",)
+    # A word the tenant uses, or one a typing error away from one, is not unknown ("Telnet" for Telenet).
+    assert find_gap("Which rivers does the Goulburn River join?", [rivers], min_score=0.3, words=words) is None
+    assert find_gap("Who founded Telnet and which rivers are there?", [rivers], min_score=0.3, words=words) is None
+    # Without the tenant's words nothing is unknown.
+    assert find_gap("What animals does the Czerniakow river's ecosystem include?", [rivers], min_score=0.3) is None
+
+
+def test_the_tenant_s_words_are_every_word_its_documents_use() -> None:
+    lexicon = build_lexicon([("acme/travel", "Acme Travel", ["Book hotels through Navan."])])
+    assert {"book", "hotels", "navan", "acme", "travel"} <= lexicon.words

@@ -23,10 +23,10 @@ from retrieval.rerank import (
     Candidate,
     CrossEncoderReranker,
     SentenceReranker,
-    _near_miss,
     best_sentence,
     build_reranker,
     misspelt_only,
+    near_miss,
 )
 from tests.conftest import make_settings
 
@@ -97,9 +97,9 @@ def test_one_unknown_term_scales_every_score_unless_it_is_a_typo(embedder: Embed
 def test_near_misses_are_one_edit_for_short_words_and_two_for_long_ones() -> None:
     vocab = {"substance", "characterized", "fell", "retail"}
     assert misspelt_only("What is the susbtance?", "en", set(), []) is False  # no unknown term: nothing to excuse
-    assert _near_miss("susbtance", vocab) and _near_miss("charecterized", vocab) and _near_miss("fall", vocab)
-    assert not _near_miss("retial", vocab)  # six letters, two edits away
-    assert not _near_miss("wholesale", vocab)
+    assert near_miss("susbtance", vocab) and near_miss("charecterized", vocab) and near_miss("fall", vocab)
+    assert not near_miss("retial", vocab)  # six letters, two edits away
+    assert not near_miss("wholesale", vocab)
 
 
 def test_missing_vectors_or_no_comparable_vector_score_zero(embedder: Embedder) -> None:
