@@ -17,6 +17,8 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
 - years and decades ("the 2024 rate", "in the 1970s"): a passage about another year answers
   another question. (Other numbers in a question are usually the asker's situation — "an 18
   dollar taxi", "a 12-hour flight" — and are not looked for.)
+- unknown names: a capitalised word (not a place) that no document of the tenant uses, nor a word
+  a typing error away from one ("the Czerniakow river"): no passage can hold it.
 
 One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
 best) must contain every distinguishing term (or an alias or a
