@@ -112,9 +112,14 @@ def _analyser(name: str) -> Any:
 
 
 def near_miss(word: str, vocab: AbstractSet[str]) -> bool:
-    """`word` is a typing error or two away from a word of `vocab` (see TYPO_TWO_EDITS_FROM)."""
+    """`word` is a typing error or two away from a word of `vocab` (see TYPO_TWO_EDITS_FROM).
+
+    Two cheap bounds run before the edit distance: the lengths, and the letters the two words do
+    not share (an edit changes at most two of them), so a tenant's whole vocabulary can be searched."""
     edits = 2 if len(word) >= TYPO_TWO_EDITS_FROM else 1
-    return any(abs(len(v) - len(word)) <= edits and _within(word, v, edits) for v in vocab)
+    letters = set(word)
+    return any(abs(len(v) - len(word)) <= edits and len(letters.symmetric_difference(v)) <= 2 * edits
+               and _within(word, v, edits) for v in vocab)
 
 
 def _within(a: str, b: str, edits: int) -> bool:

@@ -84,7 +84,7 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
             searches.append({"query": query, **result.trace()})
             found, gate, found_conflicts, missing = await _screen(
                 state["question"], result, conflict_check, closest_sentence,
-                lexicon=await tenant_names.lexicon(scope.tenant_id))
+                lexicon=lambda: tenant_names.lexicon(scope.tenant_id))
             if found_conflicts:
                 conflicts.extend(found_conflicts)
                 signals.append("conflicting_sources")
@@ -115,11 +115,12 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
 
 
 async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
-                  closest: ClosestSentence | None, *, lexicon: Lexicon = EMPTY
+                  closest: ClosestSentence | None, *, lexicon: Callable[[], Awaitable[Lexicon]] | None = None
                   ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
     aside), the gate, the conflicts found, and the question's distinguishing words no passage fit to
-    quote holds (a neighbouring rule, not the one asked about: `below_score_floor`)."""
+    quote holds (a neighbouring rule, not the one asked about: `below_score_floor`). `lexicon`: the
+    tenant's names and words, read only when that last check runs."""
     found, gate = list(result.passages), result.gate
     conflicts: list[dict[str, Any]] = []
     if conflict_check is not None and not gate and found:
@@ -130,7 +131,8 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         found = [p for p in found if p.chunk_id not in report.overridden]
     missing: list[str] = []
     if gate is None and found and not conflicts:
-        gap = find_gap(question, found, min_score=result.min_score, names=lexicon.names, words=lexicon.words)
+        known = await lexicon() if lexicon is not None else EMPTY
+        gap = find_gap(question, found, min_score=result.min_score, names=known.names, words=known.words)
         if gap is not None:
             gate, missing = "below_score_floor", list(gap.missing)
     return found, gate, conflicts, missing
