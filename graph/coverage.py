@@ -38,7 +38,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from graph.answerers import features
-from graph.tenant_names import Names, word_key
+from graph.tenant_names import BRAND, WORD, Names, word_key
 from retrieval.language import detect_language
 from retrieval.rerank import near_miss
 from retrieval.search import Passage
@@ -168,7 +168,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
     named = {w.lower() for w in features.capitalised(question) if features.tokens(w) & vocabulary} | known
     # …and so is any word the tenant's documents write as a name ("at 37signals" when the passages
     # retrieved are another company's).
-    named |= {word_key(w) for w in re.findall(r"[\w'’-]+", question) if word_key(w) in names}
+    named |= {word_key(w) for w in WORD.findall(question) if word_key(w) in names}
     situational = {m.group(1) for m in _SITUATION_YEAR.finditer(question)}
     out: dict[str, frozenset[str]] = {}
     for word in re.findall(r"[\w'-]+", question):
@@ -188,9 +188,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
     return out
 
 
-_WORD = re.compile(r"[\w'’-]+")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
-_BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpot, 37signals
 
 
 def _collection_names(passages: Sequence[Passage]) -> set[str]:
@@ -216,8 +214,8 @@ def _names_in(text: str) -> tuple[frozenset[str], dict[str, tuple[int, int]]]:
     counts: dict[str, list[int]] = {}
     brands: set[str] = set()
     for sentence in re.split(r"(?<=[.!?:;])\s+|\n", body_of(text)):
-        for i, word in enumerate(_WORD.findall(sentence)):
-            if _BRAND.fullmatch(word):
+        for i, word in enumerate(WORD.findall(sentence)):
+            if BRAND.fullmatch(word):
                 brands.add(word.lower())
             if i and word[:1].isalpha() and word.isascii():
                 count = counts.setdefault(word.lower(), [0, 0])

@@ -35,8 +35,8 @@ NAME_MIN_COUNT = 2
 LOWER_SHARE = 0.1
 REFRESH_S = 60.0
 
-_WORD = re.compile(r"[\w'’-]+")
-_BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpot, 37signals
+WORD = re.compile(r"[\w'’-]+")
+BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpot, 37signals
 # Addresses, paths and handles: their lower case says nothing about how the word is written in prose.
 _NOT_PROSE = re.compile(r"[@#/]|\w[.:]\w")
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -63,11 +63,6 @@ class Lexicon:
 EMPTY = Lexicon(names={}, words=frozenset())
 
 
-def build_names(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Names:
-    """(doc_id, title, chunk texts) of each published document → its tenant's names."""
-    return build_lexicon(documents).names
-
-
 def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexicon:
     """(doc_id, title, chunk texts) of each published document → its tenant's names and words."""
     forms: Counter[str] = Counter()  # each spelling, as written in prose
@@ -75,16 +70,16 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
     for doc_id, title, texts in documents:
         words: set[str] = set()
         for text in texts:
-            words.update(_WORD.findall(text))
-            forms.update(_WORD.findall(" ".join(p for p in text.split() if not _NOT_PROSE.search(p))))
-        words.update(_WORD.findall(f"{title} {re.sub(r'[/_.:-]', ' ', doc_id)}"))
+            words.update(WORD.findall(text))
+            forms.update(WORD.findall(" ".join(p for p in text.split() if not _NOT_PROSE.search(p))))
+        words.update(WORD.findall(f"{title} {re.sub(r'[/_.:-]', ' ', doc_id)}"))
         used[doc_id] = {word_key(w) for w in words}
     capital: Counter[str] = Counter()
     lower: Counter[str] = Counter()
     brands: set[str] = set()
     for form, n in forms.items():
         key = word_key(form)
-        if _BRAND.fullmatch(form):
+        if BRAND.fullmatch(form):
             brands.add(key)
         elif form[:1].isupper():
             capital[key] += n

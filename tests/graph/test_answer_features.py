@@ -10,7 +10,7 @@ import pytest
 
 from graph.answerers import features
 from graph.coverage import find_gap
-from graph.tenant_names import TenantNames, build_lexicon, build_names
+from graph.tenant_names import TenantNames, build_lexicon
 from retrieval.search import Passage
 
 
@@ -115,13 +115,13 @@ def test_across_languages_the_gate_reads_only_the_tenant_s_names() -> None:
 
 
 def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_found() -> None:
-    names = build_names([
+    names = build_lexicon([
         ("acme/travel", "Acme Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice.",
                                         "Questions: travel@acme.example or #acme-travel."]),
         ("globex/security", "Globex Security", ["At Globex, passwords have 15 characters. Globex rotates keys.",
                                                 "Managers approve access. The manager is told.",
                                                 "Our European offices follow European rules."]),
-    ])
+    ]).names
     assert names["navan"] == {"acme/travel"}
     assert names["globex"] == {"globex/security"}
     assert names["acme"] == {"acme/travel"}  # in prose, the title and the id; "@acme" and "#acme-…" are not prose
