@@ -43,6 +43,11 @@ class RunState:
     def state(self) -> str:
         return str(self.detail.get("state", "done"))
 
+    @property
+    def first_claimed_at(self) -> str:
+        """When the key was first claimed, across takeovers."""
+        return str(self.detail.get("first_claimed_at") or self.detail.get("claimed_at") or self.created_at)
+
 
 class RunClaims:
     def __init__(self, conn: aiosqlite.Connection) -> None:
@@ -80,7 +85,7 @@ class RunClaims:
         claimed_at = datetime.fromisoformat(str(current.detail.get("claimed_at") or current.created_at))
         if now - claimed_at < stale_after:
             return None
-        first = str(current.detail.get("first_claimed_at") or current.detail.get("claimed_at") or current.created_at)
+        first = current.first_claimed_at
         earlier = (*(str(t) for t in current.detail.get("earlier_tokens") or ()), str(current.detail.get("token")))
         detail = {**fresh, "first_claimed_at": first, "earlier_tokens": list(earlier)}
         cur = await self._conn.execute(
@@ -98,13 +103,7 @@ class RunClaims:
         current = await self.get_run(run_key=claim.run_key)
         if current is None or current.detail.get("token") != claim.token:
             return False
-        detail = {**current.detail, **extra, "state": state, f"{state}_at": iso(now)}
-        cur = await self._conn.execute(
-            "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
-            (json.dumps(detail, default=str), claim.run_key, claim.token))
-        changed = cur.rowcount == 1
-        await cur.close()
-        return changed
+        return await self._write(claim, {**current.detail, **extra, "state": state, f"{state}_at": iso(now)})
 
     async def release_run(self, claim: RunClaim) -> None:
         """Give the key back after a failure before anything was posted, so a later trigger retries."""
@@ -119,13 +118,17 @@ class RunClaims:
         current = await self.get_run(run_key=claim.run_key)
         if current is None or current.detail.get("token") != claim.token or current.state != "claimed":
             return
-        detail = {**current.detail, "first_claimed_at": current.detail.get("first_claimed_at")
-                  or current.detail.get("claimed_at") or current.created_at,
-                  "claimed_at": iso(datetime.min.replace(tzinfo=UTC))}
+        await self._write(claim, {**current.detail, "first_claimed_at": current.first_claimed_at,
+                                  "claimed_at": iso(datetime.min.replace(tzinfo=UTC))})
+
+    async def _write(self, claim: RunClaim, detail: dict[str, Any]) -> bool:
+        """Replace the key's detail while `claim` still holds it; False if it was lost."""
         cur = await self._conn.execute(
             "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
             (json.dumps(detail, default=str), claim.run_key, claim.token))
+        changed = cur.rowcount == 1
         await cur.close()
+        return changed
 
     async def forget_run(self, *, run_key: str) -> None:
         """For `--force`: the next claim of this key starts afresh."""

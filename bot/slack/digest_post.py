@@ -137,14 +137,14 @@ async def _posted_earlier(client: AsyncWebClient, claim: RunClaim, *, channel: s
             if not resp.get("has_more") or not cursor:
                 log.info("digest %s: not in %s's history since the first claim; posting it", week, channel)
                 return None
-    except SlackApiError as exc:
-        log.warning("digest %s: cannot read %s's history to check for a digest already posted (%s%s); posting it, "
-                    "which may post it twice", week, channel, exc.response.get("error"),
-                    f", needs {exc.response.get('needed')}" if exc.response.get("needed") else "")
-        return None
     except Exception as exc:
+        if isinstance(exc, SlackApiError):
+            needed = exc.response.get("needed")
+            why = f"{exc.response.get('error')}" + (f", needs {needed}" if needed else "")
+        else:
+            why = type(exc).__name__
         log.warning("digest %s: cannot read %s's history to check for a digest already posted (%s); posting it, "
-                    "which may post it twice", week, channel, type(exc).__name__)
+                    "which may post it twice", week, channel, why)
         return None
     log.warning("digest %s: no digest found in the last %d pages of %s's history; posting it", week,
                 HISTORY_PAGES, channel)
