@@ -195,7 +195,7 @@ class ExtractiveAnswerer:
 
 def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> np.ndarray:
     """Everything but the cosine, per sentence (see graph/answerers/features.py)."""
-    q_terms = features.with_places(features.tokens(question), question, widen=True)
+    q_terms = features.with_places(features.question_terms(question), question, widen=True)
     sent_terms = [features.with_places(features.tokens(s.scored_text), s.scored_text) for s in sentences]
     heading_terms = [features.tokens(p.heading) for p in passages]
     weights = features.term_weights(q_terms, sent_terms)

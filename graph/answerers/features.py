@@ -132,6 +132,11 @@ def _tokens(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def question_terms(question: str) -> set[str]:
+    """The terms a question is compared with candidate sentences on (see `tokens`)."""
+    return tokens(question)
+
+
 def _fold(text: str) -> str:
     text = _ARABIC_DIACRITICS.sub("", text.lower())
     if text.isascii():
