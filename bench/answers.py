@@ -89,6 +89,7 @@ class Turn:
     ms: float
     top_score: float | None
     cited: tuple[str, ...]
+    sentence_scores: tuple[float, ...] = ()  # the extractive answerer's, for the sentences it quoted
 
     @property
     def escalated(self) -> bool:
@@ -219,8 +220,10 @@ async def run_cases(services: Services, cases: Sequence[Case], scope_of: Callabl
                                         question=c.question, surface="eval")
         ms = (time.perf_counter() - started) * 1000
         route = "answer" if out.route == "answer" else "escalate"
+        quoted = ((out.trace or {}).get("answerer") or {}).get("sentences") or []
         turns.append(Turn(c, route, out.reason, out.answer, ms, out.top_score,
-                          tuple(str(x["chunk_id"]) for x in out.citations)))
+                          tuple(str(x["chunk_id"]) for x in out.citations),
+                          tuple(float(x["score"]) for x in quoted)))
     return turns
 
 
@@ -259,7 +262,8 @@ def write_rows(set_name: str, turns: Sequence[Turn]) -> Path:
                 "id": c.qid, "set": c.set, "split": c.split, "kind": c.kind, "lang": c.lang, "as": c.as_user,
                 "question": c.question, "expected": c.expect, "expected_reason": c.expect_reason,
                 "gold": list(c.answers), "route": t.route, "reason": t.reason, "verdict": t.verdict,
-                "answer": t.answer, "cited": list(t.cited), "top_score": t.top_score, "ms": round(t.ms, 1),
+                "answer": t.answer, "cited": list(t.cited), "top_score": t.top_score,
+                "sentence_scores": list(t.sentence_scores), "ms": round(t.ms, 1),
             }, ensure_ascii=False) + "\n")
     return path
 
