@@ -126,6 +126,23 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     return Gap(missing=best_missing or ())
 
 
+def named_passages(question: str, passages: Sequence[Passage], names: Names) -> list[Passage]:
+    """The passages whose documents use every tenant name the question writes ("… at Sourcegraph"):
+    what an answer may quote once the gate has passed. Another company's page is not evidence for
+    a question about this one, however close its wording. Without such a name, or when no passage's
+    document uses them all, the passages as they are."""
+    asked = {word_key(w) for w in WORD.findall(question) if word_key(w) in names}
+    if not asked:
+        return list(passages)
+    kept = [p for p in passages if all(p.doc_id in names[w] or features.tokens(w) <= _passage_terms(p)
+                                       for w in asked)]
+    return kept or list(passages)
+
+
+def _passage_terms(p: Passage) -> set[str]:
+    return features.tokens(f"{p.title}\n{p.heading}\n{p.text}")
+
+
 def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:
     """Capitalised words of the question (not a place) that no document of the tenant uses, nor a
     word a typing error away ("the Czerniakow river", "a Diwali gift"): the collection says nothing

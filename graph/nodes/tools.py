@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph.answerers.features import tokens
-from graph.coverage import find_gap
+from graph.coverage import find_gap, named_passages
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
 from graph.tenant_names import EMPTY, Lexicon, TenantNames
@@ -135,6 +135,8 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         gap = find_gap(question, found, min_score=result.min_score, names=known.names, words=known.words)
         if gap is not None:
             gate, missing = "below_score_floor", list(gap.missing)
+        else:
+            found = named_passages(question, found, known.names)
     return found, gate, conflicts, missing
 
 

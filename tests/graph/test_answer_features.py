@@ -9,9 +9,10 @@ from datetime import date
 import pytest
 
 from graph.answerers import features
-from graph.coverage import find_gap
-from graph.tenant_names import TenantNames, build_lexicon
-from retrieval.search import Passage
+from graph.coverage import find_gap, named_passages
+from graph.nodes.tools import _screen
+from graph.tenant_names import Lexicon, TenantNames, build_lexicon
+from retrieval.search import Passage, SearchResult
 
 
 def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: str = "Leave Policy",
@@ -136,6 +137,33 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
     assert find_gap("min password length at acme?", [acme_passwords], min_score=0.3, names=names) is None
     # Without the tenant's names the passages alone cannot tell "globex" is one.
     assert find_gap("min password length at globex?", [acme_passwords], min_score=0.3) is None
+
+
+def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_documents() -> None:
+    acme = passage("Passwords have at least 12 characters.", heading="Access > Passwords", title="Access Standard",
+                   doc="acme/access", score=0.62)
+    globex = passage("At Globex, passwords have 15 characters.", heading="Security > Passwords",
+                     title="Globex Security", doc="globex/security", score=0.55)
+    names = {"acme": frozenset({"acme/access"}), "globex": frozenset({"globex/security"})}
+    # Both are fit to quote (the gate passes on Globex's page); the closer Acme page is not evidence.
+    assert find_gap("min password length at globex?", [acme, globex], min_score=0.3, names=names) is None
+    assert named_passages("min password length at globex?", [acme, globex], names) == [globex]
+    assert named_passages("min password length at ACME?", [acme, globex], names) == [acme]
+    # A page that writes the name counts, whatever the tenant's names say about its document.
+    assert named_passages("min password length at globex?", [acme, globex], {"globex": frozenset()}) == [globex]
+    # No name asked, or none any passage's document uses: the passages as they are.
+    assert named_passages("min password length?", [acme, globex], names) == [acme, globex]
+    assert named_passages("min password length at initech?", [acme, globex], {**names, "initech": frozenset()}) \
+        == [acme, globex]
+    # The tools node hands the answerer only Globex's page.
+    result = SearchResult(query="", language="en", mode="hybrid", passages=[acme, globex], gate=None, top_score=0.62,
+                          legs={}, reranker="test", rerank_fail_open=False, min_score=0.3)
+
+    async def lexicon() -> Lexicon:
+        return Lexicon(names=names, words=frozenset())
+
+    found, gate, _, _ = asyncio.run(_screen("min password length at globex?", result, None, None, lexicon=lexicon))
+    assert (found, gate) == ([globex], None)
 
 
 async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_old() -> None:
