@@ -35,6 +35,13 @@ ML_SHIFT = -0.18
 # the pooled MiniLM ones the two constants above were tuned for.
 ML_SENTENCE_WEIGHT = 0.7
 ML_COVERAGE_FLOOR = 0.2
+# An Arabic question about an English chunk shares no term with it; its glossary words do
+# (retrieval/glossary.py): the share of the question's known words a chunk has, each word by any of
+# its English alternatives, scales the score from this floor up (a question the glossary knows no
+# word of is not scaled).
+GLOSSARY_COVERAGE_FLOOR = 0.7
+# query_vecs key: the BM25 terms of each glossary word group (retrieval/search.py puts them there)
+GLOSSARY_GROUPS = "glossary_groups"
 # A question that matches some chunk on every term but one, where that one term occurs in none of
 # the same-language candidates: the BM25 legs put any chunk containing a rare term near the top,
 # so the term is, in practice, absent from what the caller may read, and it is what makes the
@@ -152,7 +159,8 @@ class SentenceReranker:
         q_ml = (np.asarray(query_vecs["dense_ml"], dtype=np.float32)
                 if query_vecs.get("dense_ml") is not None else None)
         terms = query_terms(query_vecs, language)
-        scores = [self._one(c, language, q_en, q_ml, terms) for c in candidates]
+        groups: Sequence[AbstractSet[int]] = query_vecs.get(GLOSSARY_GROUPS) or ()
+        scores = [self._one(c, language, q_en, q_ml, terms, groups) for c in candidates]
         unknown = unknown_terms(terms, language, candidates)
         known = terms - unknown
         if len(unknown) != 1 or not 2 <= len(known) <= UNKNOWN_TERM_MAX_KNOWN:
@@ -164,7 +172,7 @@ class SentenceReranker:
         return [s * UNKNOWN_TERM_FACTOR for s in scores]
 
     def _one(self, cand: Candidate, language: str, q_en: np.ndarray | None, q_ml: np.ndarray | None,
-             terms: set[int]) -> float:
+             terms: set[int], groups: Sequence[AbstractSet[int]] = ()) -> float:
         row = cand.vectors
         if row is None:
             return 0.0
@@ -189,6 +197,10 @@ class SentenceReranker:
             chunk_terms = set(json.loads(row["terms"]))
             coverage = len(terms & chunk_terms) / len(terms)
             base *= floor + (1 - floor) * coverage
+        elif groups and cand.lang == "en":
+            chunk_terms = set(json.loads(row["terms"]))
+            coverage = sum(bool(g & chunk_terms) for g in groups) / len(groups)
+            base *= GLOSSARY_COVERAGE_FLOOR + (1 - GLOSSARY_COVERAGE_FLOOR) * coverage
         return min(base, 1.0)
 
 

@@ -4,6 +4,12 @@ question → language router → legs (dense / multilingual dense / BM25 en / BM
 concurrently, each under its own timeout → RRF (k=60) → access check against the catalog →
 rerank the fused top 12 → top 4 → score floor.
 
+An Arabic question shares no word with an English page, so when the glossary (retrieval/glossary.py)
+knows enough of it, the English BM25 index is asked in the question's English words: one more leg
+in the fusion. The reranker scores what that leg brings in like any other candidate, and scales an
+English chunk by how many of those words it has (an Arabic question over English pages had no
+term coverage before); the floor is the same.
+
 A leg that fails or times out is dropped and the turn goes on; a reranker failure falls back to
 the RRF order (fail-open) and the result says so. The gate: no leg answered or nothing fused →
 `retrieval_unavailable`; best reranked score under the floor → `below_score_floor`.
@@ -20,10 +26,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder
+from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder, Sparse
+from retrieval.glossary import english_groups, english_terms
 from retrieval.index import Hit, VectorIndex
 from retrieval.language import detect_language
-from retrieval.rerank import Candidate, Reranker
+from retrieval.rerank import GLOSSARY_GROUPS, Candidate, Reranker
 from store.catalog import Catalog
 from store.records import ChunkRecord, Scope
 
@@ -32,6 +39,9 @@ log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "dense", "bm25"]
 Gate = Literal["retrieval_unavailable", "below_score_floor"]
 RRF_K = 60
+# The English BM25 leg asked in an Arabic question's glossary words, and the index vector it reads.
+SPARSE_EN_GLOSSARY = "sparse_en_glossary"
+_LEG_VECTOR = {SPARSE_EN_GLOSSARY: SPARSE_EN}
 FETCH_K = 20
 FUSE_K = 12
 FINAL_K = 4
@@ -157,6 +167,8 @@ class Searcher:
         query_vecs = self.embedder.cached_query(query, vectors=vectors)
         if query_vecs is None:
             query_vecs = await asyncio.to_thread(self.embedder.embed_query, query, vectors=vectors)
+        if language == "ar":
+            query_vecs, legs = self._with_glossary(query, query_vecs, legs, mode)
         t_embed = time.perf_counter()
         reports: dict[str, LegReport] = {}
         rankings = await self._run_legs(legs, query_vecs, scope, reports, exclude=())
@@ -194,14 +206,30 @@ class Searcher:
                      "rerank": _ms(t_fuse, t_rerank), "total": _ms(started, t_rerank)},
         )
 
+    def _with_glossary(self, query: str, query_vecs: dict[str, object], legs: tuple[str, ...],
+                       mode: Mode) -> tuple[dict[str, object], tuple[str, ...]]:
+        """An Arabic question's English words (retrieval/glossary.py): the English BM25 leg asked
+        in them (unless the dense leg alone was asked for), and each word's terms for the reranker."""
+        groups = english_groups(query)
+        if not groups:
+            return query_vecs, legs
+        sparse = self.embedder.bm25[SPARSE_EN]
+        group_terms = [frozenset(sparse.embed_query(" ".join(g)).indices) for g in groups]
+        out: dict[str, object] = {**query_vecs, GLOSSARY_GROUPS: [t for t in group_terms if t]}
+        if mode != "dense" and SPARSE_EN not in legs:
+            joined = sparse.embed_query(" ".join(english_terms(query)))
+            out[SPARSE_EN_GLOSSARY] = Sparse(list(joined.indices), list(joined.values))
+            legs = (*legs, SPARSE_EN_GLOSSARY)
+        return out, legs
+
     async def _run_legs(self, legs: Sequence[str], query_vecs: dict[str, object], scope: Scope,
                         reports: dict[str, LegReport], *, exclude: Sequence[str]) -> dict[str, list[Hit]]:
         async def one(leg: str) -> tuple[str, list[Hit] | None]:
             t0 = time.perf_counter()
             try:
                 hits, t0 = await self._timed_leg(lambda: self.index.search(
-                    vector_name=leg, vector=query_vecs[leg], tenant_id=scope.tenant_id, groups=scope.groups,
-                    limit=FETCH_K, exclude=exclude))
+                    vector_name=_LEG_VECTOR.get(leg, leg), vector=query_vecs[leg], tenant_id=scope.tenant_id,
+                    groups=scope.groups, limit=FETCH_K, exclude=exclude))
             except TimeoutError as exc:
                 log.warning("retrieval leg %s timed out: %s", leg, exc)
                 reports[leg] = LegReport(status="timeout", ms=_ms(t0, time.perf_counter()))

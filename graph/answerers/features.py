@@ -25,6 +25,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import date
 
+from retrieval.glossary import english_terms
+
 _TOKEN = re.compile(r"\w+")
 _COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
 _ARABIC_DIACRITICS = re.compile(r"[\u064B-\u0652\u0670\u0640]")
@@ -65,23 +67,41 @@ for _country, _names in _PLACES.items():
     for _name in (_country, *_names):
         _ALIAS[_name] = _country
 
+# The Arabic forms are written on the text as `answer_kind` normalises it (see `_ARABIC_FORMS`: one alef,
+# ha for ta marbuta, no diacritics). Arabic words take prefixes ("وكم", "بكم"), never suffixes here:
+# a bare "كم" would be found inside "المحكمة".
+_AR = r"(?<![^\W\d_])(?:[وف]|[وف]?ب)?"  # start of an Arabic word, with its conjunction or preposition
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|far|soon|often|high|big)|what (?:is|are|'s) the (?:\w+ ){0,3}"
     r"(?:limit|rate|allowance|amount|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
-    r"which day|what (?:percentage|amount|sum|share)|how many days)\b|كم|ما (?:هو|هي) (?:الحد|المبلغ|البدل|النسبة|قيمة)",
+    r"which day|what (?:percentage|amount|sum|share)|how many days)\b|"
+    rf"{_AR}كم\b|{_AR}ما (?:هو |هي )?(?:ال)?(?:حد|مبلغ|بدل|نسبه|قيمه|مقدار|عدد|سعر|تكلفه|كلفه|مده|ميزانيه|"
+    r"اقصي|ادني|اطول|اقصر|اكبر|اصغر|اعلي)\b|(?:من|في|بعد) اي يوم\b|الي اي حد\b",
     re.IGNORECASE)
-_HOW_OFTEN = re.compile(r"\bhow often\b|\bhow frequently\b|\bhow many times\b|كم مرة", re.IGNORECASE)
+_HOW_OFTEN = re.compile(r"\bhow often\b|\bhow frequently\b|\bhow many times\b|"
+                        rf"{_AR}كم (?:من )?(?:مره|المرات)\b|{_AR}كل كم\b|{_AR}ما (?:مدي |عدد )?(?:تكرار|مرات)\b|"
+                        r"باي (?:تكرار|وتيره)\b", re.IGNORECASE)
 _FREQUENCY = re.compile(r"\b(?:every|each|per|a|an)\s+(?:\w+\s)?(?:day|week|month|quarter|year|fiscal|calendar|"
                         r"business|working)|\b(?:daily|weekly|fortnightly|monthly|quarterly|annually|yearly|"
                         r"biannually|once|twice|times)\b|\d+\s*(?:times|x)\b|كل|مرة|مرتين|سنويًا|شهريًا",
                         re.IGNORECASE)
 _WHEN = re.compile(r"\b(?:when|until when|by when|what date|what time|which date|deadline|how soon|"
-                   r"(?:opening|office|core|working|business) hours)\b|متى|ساعات|موعد",
+                   r"(?:opening|office|core|working|business) hours)\b|"
+                   rf"{_AR}(?:حتي |قبل |منذ )?متي\b|{_AR}(?:ال)?(?:ساعات|موعد|مواعيد|مهله)\b|"
+                   r"(?:في|خلال) اي (?:عام|سنه|عقد|قرن|شهر|تاريخ|وقت|فتره)\b|ما (?:هو |هي )?(?:ال)?تاريخ\b",
                    re.IGNORECASE)
+# Arabic "من" is "who" only before a verb or a pronoun ("من يوافق", "من هو"); "من أي" is "from which".
 _WHO = re.compile(r"^\W*(?:who|whom|which (?:team|person|manager|department))\b|\bwho (?:has|must|should|can|"
-                  r"approves?|signs?)\b|^\W*من (?:يوافق|يعتمد|المسؤول)", re.IGNORECASE)
+                  r"approves?|signs?)\b|"
+                  r"^\W*[وف]?(?:من|لمن|بمن|الي من|مع من) (?!اي\b|اين\b|اجل\b|بين\b|خلال\b|قبل\b|بعد\b)"
+                  r"(?:هو|هي|هم|الذي|التي|الذين|كان|كانت|يكون|المسؤول|(?!ال)[يتا]\w{2,})|"
+                  r"(?<![^\W\d_])اي (?:فريق|قسم|شخص|مدير|جهه|اداره|موظف)\b", re.IGNORECASE)
 _RULE = re.compile(r"^\W*(?:can|may|could|am|is|are|do|does|must|should|will)\b|\b(?:allowed|permitted|"
-                   r"ok(?:ay)? to|eligible|entitled)\b|^\W*(?:هل|يمكنني|أستطيع)", re.IGNORECASE)
+                   r"ok(?:ay)? to|eligible|entitled)\b|"
+                   r"^\W*[وف]?(?:هل|ايمكن|يمكنني|يمكنك|استطيع|يحق لي|يجوز|مسموح|يسمح)", re.IGNORECASE)
+# Arabic spelt one way for the patterns above: no diacritics or tatweel, one alef, ha for ta marbuta,
+# ya for alef maqsura.
+_ARABIC_FORMS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي"})
 _DIGIT = re.compile(r"[\d\u0660-\u0669]")
 # A number in words counts when it counts something ("two keys", "twice a year"), not in "our four offices".
 _NUMBER_WORD = re.compile(r"\b(?:(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|"
@@ -133,8 +153,16 @@ def _tokens(text: str) -> frozenset[str]:
 
 
 def question_terms(question: str) -> set[str]:
-    """The terms a question is compared with candidate sentences on (see `tokens`)."""
-    return tokens(question)
+    """The terms a question is compared with candidate sentences on (see `tokens`): an Arabic
+    question's own, and the English words the glossary gives for them, so that its words can meet
+    an English sentence's ("الإجازة المرضية" is "sick leave")."""
+    return set(_question_terms(question))
+
+
+@functools.lru_cache(maxsize=4096)
+def _question_terms(question: str) -> frozenset[str]:
+    translated = english_terms(question)
+    return _tokens(question) | _tokens(" ".join(translated)) if translated else _tokens(question)
 
 
 def _fold(text: str) -> str:
@@ -197,6 +225,8 @@ def names(question: str) -> set[str]:
 
 def answer_kind(question: str) -> str | None:
     """What kind of sentence answers the question: quantity, frequency, when, who, rule, or None."""
+    if not question.isascii():
+        question = _ARABIC_DIACRITICS.sub("", question).translate(_ARABIC_FORMS)
     if _WHO.search(question):
         return "who"
     if _HOW_OFTEN.search(question):

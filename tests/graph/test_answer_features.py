@@ -32,9 +32,40 @@ def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: s
     ("Can I book premium economy?", "rule"),
     ("كم يومًا إجازة الحج؟", "quantity"),
     ("Tell me about the parking rules", None),
+    ("ما الحد الأقصى لتكلفة الفندق في الليلة؟", "quantity"),
+    ("ما مقدار البدل اليومي في دبي؟", "quantity"),
+    ("بكم يمكنني شراء الشاشة؟", "quantity"),
+    ("من أي يوم أحتاج إلى شهادة طبية؟", "quantity"),
+    ("ما هي قواعد المحكمة؟", None),  # "كم" inside "المحكمة" asks for no quantity
+    ("كل كم سنة يحق لي إجازة تفرغ؟", "frequency"),
+    ("كم مرة في السنة يجب تغيير كلمة المرور؟", "frequency"),
+    ("متى يجب أن أقدم الإيصالات؟", "when"),
+    ("ما هو الموعد النهائي لتقديم المصاريف؟", "when"),
+    ("في أي عام بدأت السياسة؟", "when"),
+    ("من يوافق على رحلات العمل؟", "who"),
+    ("من هو المسؤول عن الأجهزة؟", "who"),
+    ("أي فريق يعتمد طلبات الانتقال؟", "who"),
+    ("من الممكن أن أعمل من المنزل؟", None),  # "من الممكن" is "it is possible", not "who"
+    ("هل يمكنني حجز الدرجة السياحية الممتازة؟", "rule"),
+    ("وهل يحق لي إجازة أبوة؟", "rule"),
 ])
 def test_the_kind_of_answer_a_question_wants(question: str, kind: str | None) -> None:
     assert features.answer_kind(question) == kind
+
+
+def test_an_arabic_question_s_terms_include_their_english_words() -> None:
+    terms = features.question_terms("كم يومًا من الإجازة المرضية المدفوعة يحق لي؟")
+    assert {"sick", "leave", "day", "paid"} <= terms
+    sentence = features.tokens("You get 25 paid sick days a year.")
+    weights = features.term_weights(terms, [sentence, features.tokens("Please tell your manager.")])
+    assert features.coverage(weights, sentence, set()) > 0.5  # overlap now works across languages
+
+
+def test_an_english_question_s_terms_are_its_tokens_and_a_foreign_topic_gets_no_english() -> None:
+    question = "How many paid sick days do I get?"
+    assert features.question_terms(question) == features.tokens(question)
+    elsewhere = "متى كانت تجربة ماركوني الإذاعية الأولى؟"
+    assert features.question_terms(elsewhere) == features.tokens(elsewhere)
 
 
 def test_a_sentence_of_the_wrong_kind_loses_and_one_of_the_right_kind_gains() -> None:

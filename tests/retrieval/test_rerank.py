@@ -19,6 +19,8 @@ from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder, bun
 from retrieval.ingest import vector_row
 from retrieval.rerank import (
     COVERAGE_FLOOR,
+    GLOSSARY_COVERAGE_FLOOR,
+    GLOSSARY_GROUPS,
     UNKNOWN_TERM_FACTOR,
     Candidate,
     CrossEncoderReranker,
@@ -118,6 +120,22 @@ def test_arabic_question_is_scored_across_languages_with_the_multilingual_vector
     scores = SentenceReranker().score(query=question, query_vecs=query(embedder, question), language="ar",
                                       candidates=cands)
     assert int(np.argmax(scores)) == 0 and scores[0] > 0
+
+
+def test_an_english_chunk_lacking_the_arabic_question_s_english_words_loses(embedder: Embedder) -> None:
+    """Each glossary word group is covered by any of its alternatives; a chunk with none of them is
+    scaled down to the floor, one with all of them keeps its score."""
+    cands = candidates(embedder, TEXTS)
+    question = "ما هو الحد الأقصى لسعر الفندق في بوسطن؟"
+    vecs = query(embedder, question)
+    plain = SentenceReranker().score(query=question, query_vecs=vecs, language="ar", candidates=cands)
+    groups = [frozenset(embedder.embed_query(" ".join(g), vectors=(SPARSE_EN,))[SPARSE_EN].indices)
+              for g in (("hotel",), ("limit", "cap"))]
+    scaled = SentenceReranker().score(query=question, query_vecs={**vecs, GLOSSARY_GROUPS: groups}, language="ar",
+                                      candidates=cands)
+    assert scaled[0] == pytest.approx(plain[0])  # hotel and limit: both there
+    assert scaled[1] == pytest.approx(plain[1] * (GLOSSARY_COVERAGE_FLOOR + (1 - GLOSSARY_COVERAGE_FLOOR) / 2))
+    assert scaled[2] == pytest.approx(plain[2] * GLOSSARY_COVERAGE_FLOOR)  # neither
 
 
 def test_best_sentence_picks_the_answering_sentence(embedder: Embedder) -> None:
