@@ -103,7 +103,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     if detect_language(question) != "en" or any(p.lang != "en" for p in fit):
         wanted = _names_written_in_latin(question, names)
     else:
-        wanted = _distinguishing(question, passages, names) | _unknown_names(question, words)
+        wanted = _distinguishing(question, passages, names) | _unknown_names(question, words) | _asked_item(question)
     if not wanted:
         return None
     best_missing: tuple[str, ...] | None = None
@@ -141,6 +141,46 @@ def named_passages(question: str, passages: Sequence[Passage], names: Names) -> 
 
 def _passage_terms(p: Passage) -> set[str]:
     return features.tokens(f"{p.title}\n{p.heading}\n{p.text}")
+
+
+# "Does the plan pay for hearing aids?", "Can I expense a book?", "Is hotel wifi reimbursed?", "Can I
+# get my dry cleaning paid for?": what the asker wants paid. Evidence that never mentions it is a
+# neighbouring rule (what the plan does cover), not the answer.
+_ITEM = r"(?P<item>(?:[\w'-]+ ){0,3}?[\w'-]+(?: or (?:[\w'-]+ ){0,2}[\w'-]+)?)"
+_PAID_ITEM = [
+    re.compile(r"\b(?:do|does|did|will|would|can|could|may|might)\b[^?.!]*?\b(?:pay|pays|cover|covers|reimburse|"
+               r"reimburses|refund|refunds)(?: for)? (?:(?:a|an|the|my|our|any|some|me|us) )*" + _ITEM +
+               r"(?= (?:for|at|in|on|when|while|if|during|after|before|from|with|to|as|of)\b|[?.!,]|$)", re.IGNORECASE),
+    re.compile(r"\b(?:can|could|may) (?:i|we) (?:expense|claim|claim for|get reimbursed for) (?:(?:a|an|the|my|our|any|"
+               r"some) )*" + _ITEM + r"(?= (?:for|at|in|on|when|while|if|during|after|before|from|with|to|as|that|"
+               r"which|of)\b|[?.!,]|$)", re.IGNORECASE),
+    re.compile(r"\b(?:is|are|will|would|can|could) (?:(?:i|we) get )?(?:(?:a|an|the|my|our|any|some) )*" + _ITEM +
+               r" (?:be )?(?:covered|reimbursed|reimbursable|refunded|expensable|paid for)\b", re.IGNORECASE),
+]
+_PREPOSITIONS = frozenset("for at in on when while if during after before from with to as of by".split())
+_NOT_AN_ITEM = frozenset(features.stem(w) for w in (
+    "it this that these those them cost costs expense expenses fee fees thing things stuff bill bills "
+    "company business work team member members staff employee employees you i we").split())
+
+
+def _asked_item(question: str) -> dict[str, frozenset[str]]:
+    """The thing a "will you pay for …?" question asks to have paid ("hearing aids", "a book"), by
+    its head word ("professional *movers*"; "wifi or internet *access*": either), any of which (or a
+    common equivalent) a passage must hold."""
+    for pattern in _PAID_ITEM:
+        m = pattern.search(question)
+        if m is None:
+            continue
+        if m["item"].split()[0].lower() in _PREPOSITIONS or features.places(m["item"]):
+            continue  # "… health cover in Australia": a noun, not the verb; places are checked apart
+        heads: set[str] = set()
+        for alternative in m["item"].split(" or "):
+            words = [w for w in alternative.split() if not features.tokens(w) <= _NOT_AN_ITEM]
+            if words:
+                heads |= features.tokens(words[-1])
+        if heads:
+            return {m["item"]: frozenset(heads | {e for t in heads for e in EQUIVALENTS.get(t, ())})}
+    return {}
 
 
 def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:
