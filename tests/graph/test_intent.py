@@ -26,6 +26,12 @@ ASKS_FOR_A_PERSON = [
     "أحتاج أحد من الموارد البشرية يتصل بي",
     "أريد شخصًا يكلمني، وليس روبوت",
     "لا أريد التحدث مع بوت",
+    "can someone from the travel team dm me about my booking?",
+    "could somebody from payroll message me",
+    "need to talk to my hr business partner asap, its about a harassment issue",
+    "I want to speak with my people partner",
+    "ممكن أحد من الموارد البشرية يتصل فيني؟",
+    "هل يمكن أن يتصل بي أحد من فريق السفر؟",
 ]
 
 POLICY_QUESTIONS = [
@@ -46,6 +52,11 @@ POLICY_QUESTIONS = [
     "هل يحق للموظف إجازة حج؟",
     "من المسؤول عن الإجازات في الموارد البشرية؟",
     "هل يمكن استخدام روبوت محادثة عام مع بيانات العملاء؟",
+    "Can my manager message me on holiday?",
+    "Do I need to talk to my manager before booking leave?",
+    "Should I email my manager a sick note?",
+    "هل يتصل بي المدير أثناء الإجازة؟",
+    "متى يتصل بي فريق الموارد البشرية بعد التقديم؟",
 ]
 
 
