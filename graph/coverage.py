@@ -117,7 +117,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         other_places = _is_place(have)
         missing = tuple(word for word, terms in wanted.items()
                         if not _covered(terms, have) and p.doc_id not in names.get(word_key(word), ())
-                        and not (catch_all and _is_place_or_name(word))
+                        and not (catch_all and (_is_place(terms) or _is_place_or_name(word)))
                         and (other_places or not _is_place(terms)))
         if not missing:
             return None
@@ -212,7 +212,9 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
     sections = set()
     for p in passages:
         heading = p.heading[len(p.title) + 3:] if p.heading.startswith(p.title + " > ") else p.heading
-        lines = [heading] if heading != p.title else []
+        # An FAQ's question heading ("What if I lost my receipt?") is what someone asked, not a topic.
+        heading = " > ".join(part for part in heading.split(" > ") if not part.rstrip().endswith(("?", "؟")))
+        lines = [heading] if heading and heading != p.title else []
         lines += [line for line in body_of(p.text).splitlines() if _SUBHEADING.fullmatch(line.strip())]
         for line in lines:
             sections |= features.tokens(line.replace(">", " ").replace("-", " "))
@@ -227,21 +229,42 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
     # retrieved are another company's).
     named |= {word_key(w) for w in WORD.findall(question) if word_key(w) in names}
     situational = {m.group(1) for m in _SITUATION_YEAR.finditer(question)}
-    out: dict[str, frozenset[str]] = {}
+    out: dict[str, frozenset[str]] = _multiword_places(question)
     for word in re.findall(r"[\w'-]+", question):
         low = word_key(word)
-        for part in low.replace("-", " ").split() if "-" in low and low not in QUALIFIERS else [low]:
+        qualifier = features.stem(low) in QUALIFIERS  # "part-time", "in-laws": one word
+        for part in low.replace("-", " ").split() if "-" in low and not qualifier else [low]:
             terms = features.tokens(part)
             if not terms:
                 continue
-            term = next(iter(terms))
+            # One term stands for the word: a hyphenated one ("part-time": part, time, parttime) by
+            # its joined form, so the same question reads the same in every process.
+            joined = features.stem(re.sub(r"['’-]", "", part))
+            term = joined if joined in terms else min(terms)
             place = features.places(part, widen=True)
             if place:
                 out[word] = frozenset(place)
             elif _YEAR.fullmatch(part) and part not in situational:
                 out[word] = frozenset({term})  # "1970s" and "1970" are one term
-            elif low in named or term in QUALIFIERS or term in sections or EQUIVALENTS.get(term, set()) & sections:
+            elif low in named or qualifier or term in QUALIFIERS or term in sections \
+                    or EQUIVALENTS.get(term, set()) & sections:
                 out[word] = frozenset({term, *EQUIVALENTS.get(term, ())})
+    return out
+
+
+def _multiword_places(question: str) -> dict[str, frozenset[str]]:
+    """Places named in two or three words ("new york", "Abu Dhabi", "the united states"), which the
+    word-by-word reading cannot see, however they are capitalised."""
+    words = re.findall(r"[\w'-]+", question)
+    out: dict[str, frozenset[str]] = {}
+    for n in (2, 3):
+        for i in range(len(words) - n + 1):
+            phrase = " ".join(words[i:i + n])
+            if any(found in phrase for found in out) or any(features.places(w) for w in words[i:i + n]):
+                continue
+            place = features.places(phrase, widen=True)
+            if place:
+                out[phrase] = frozenset(place)
     return out
 
 
