@@ -6,7 +6,7 @@ rerank the fused top 12 → top 4 → score floor.
 
 An Arabic question shares no word with an English page, so when the glossary (retrieval/glossary.py)
 knows enough of it, the English BM25 index is asked in the question's English words: one more leg
-in the fusion. The reranker scores what that leg brings in like any other candidate, and scales an
+in the fusion (for a mixed question, "… في Sourcegraph؟", beside the English leg on its own words). The reranker scores what that leg brings in like any other candidate, and scales an
 English chunk by how many of those words it has (an Arabic question over English pages had no
 term coverage before); the floor is the same.
 
@@ -167,7 +167,7 @@ class Searcher:
         query_vecs = self.embedder.cached_query(query, vectors=vectors)
         if query_vecs is None:
             query_vecs = await asyncio.to_thread(self.embedder.embed_query, query, vectors=vectors)
-        if language == "ar":
+        if language != "en":
             query_vecs, legs = self._with_glossary(query, query_vecs, legs, mode)
         t_embed = time.perf_counter()
         reports: dict[str, LegReport] = {}
@@ -208,15 +208,15 @@ class Searcher:
 
     def _with_glossary(self, query: str, query_vecs: dict[str, object], legs: tuple[str, ...],
                        mode: Mode) -> tuple[dict[str, object], tuple[str, ...]]:
-        """An Arabic question's English words (retrieval/glossary.py): the English BM25 leg asked
-        in them (unless the dense leg alone was asked for), and each word's terms for the reranker."""
+        """An Arabic or mixed question's English words (retrieval/glossary.py): the English BM25 leg
+        asked in them (unless the dense leg alone was asked for), and each word's terms for the reranker."""
         groups = english_groups(query)
         if not groups:
             return query_vecs, legs
         sparse = self.embedder.bm25[SPARSE_EN]
         group_terms = [frozenset(sparse.embed_query(" ".join(g)).indices) for g in groups]
         out: dict[str, object] = {**query_vecs, GLOSSARY_GROUPS: [t for t in group_terms if t]}
-        if mode != "dense" and SPARSE_EN not in legs:
+        if mode != "dense":
             joined = sparse.embed_query(" ".join(english_terms(query)))
             out[SPARSE_EN_GLOSSARY] = Sparse(list(joined.indices), list(joined.values))
             legs = (*legs, SPARSE_EN_GLOSSARY)

@@ -61,6 +61,10 @@ def test_an_arabic_question_s_terms_include_their_english_words() -> None:
     assert features.coverage(weights, sentence, set()) > 0.5  # overlap now works across languages
 
 
+def test_arabic_indic_digits_count_as_the_english_page_writes_them() -> None:
+    assert {"25", "sick"} <= features.question_terms("هل ٢٥ يومًا من الإجازة المرضية مدفوعة؟")
+
+
 def test_an_english_question_s_terms_are_its_tokens_and_a_foreign_topic_gets_no_english() -> None:
     question = "How many paid sick days do I get?"
     assert features.question_terms(question) == features.tokens(question)

@@ -153,6 +153,9 @@ async def test_arabic_question_uses_the_multilingual_and_arabic_legs(hb: Service
     assert {"hr/ar/leave-ar", "hr/leave"} & {p.doc_id for p in result.passages}
     unknown = await searcher(hb).search("متى كانت تجربة ماركوني الإذاعية؟", bob)
     assert set(unknown.legs) == {DENSE_ML, SPARSE_AR}  # a question the glossary barely knows: no English words
+    mixed = await searcher(hb).search("كم يوما من الإجازة السنوية في Larkspur؟", bob)
+    assert mixed.language == "mixed"
+    assert {SPARSE_EN, SPARSE_EN_GLOSSARY} <= set(mixed.legs)  # its own Latin words, and its English ones
 
 
 async def test_an_arabic_question_reaches_an_english_only_page_through_its_english_words(
