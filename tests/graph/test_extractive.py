@@ -116,3 +116,20 @@ async def test_a_sentence_that_only_restates_the_question_brings_the_answer_next
                             language="en", passages=[passage], min_score=0.3, messages=[])
     shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
     assert "each fiscal quarter" in shown
+
+
+@pytest.mark.parametrize(("question", "shown", "never"), [
+    ("I'm visiting a supplier in Denver. What's the most the company will pay for my hotel per night?",
+     "USD 180", ("USD 250", "GBP 210", "AED 900")),
+    ("What's the hotel cap in Dubai?", "AED 900", ("USD 250", "GBP 210", "USD 180")),
+])
+async def test_a_place_s_row_is_quoted_without_the_rows_of_other_places(embedder: Embedder, question: str,
+                                                                          shown: str, never: tuple[str, ...]) -> None:
+    text = ("Travel > Hotels\nThe company pays up to the following nightly limits, before taxes:\n"
+            "City | Nightly limit\nBoston | USD 250\nLondon | GBP 210\nDubai | AED 900\nAny other city | USD 180\n")
+    passage = Passage(chunk_id="t:finance/travel:v1:0002", doc_id="finance/travel", version="v1", title="Travel",
+                      source_path="travel.md", page=None, heading="Travel > Hotels", text=text, score=0.6,
+                      rrf=0.03, owner=None, policy_id=None, lang="en")
+    request = AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert shown in answer and not any(other in answer for other in never), answer
