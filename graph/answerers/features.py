@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import date
 
-from retrieval.glossary import english_terms
+from retrieval.glossary import english_terms, normalise
 
 _TOKEN = re.compile(r"\w+")
 _COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
@@ -66,6 +66,41 @@ _ALIAS: dict[str, str] = {}
 for _country, _names in _PLACES.items():
     for _name in (_country, *_names):
         _ALIAS[_name] = _country
+# The same places written in Arabic, each for its English name above ("دبي" is Dubai, a city).
+_ARABIC_PLACES: dict[str, tuple[str, ...]] = {
+    "united states": ("الولايات المتحدة", "أمريكا"),
+    "boston": ("بوسطن",), "new york": ("نيويورك",), "san francisco": ("سان فرانسيسكو",), "chicago": ("شيكاغو",),
+    "seattle": ("سياتل",), "los angeles": ("لوس أنجلوس", "لوس أنجلس"), "austin": ("أوستن",), "denver": ("دنفر",),
+    "washington": ("واشنطن",),
+    "united kingdom": ("المملكة المتحدة", "بريطانيا", "إنجلترا", "إنكلترا", "اسكتلندا", "ويلز"),
+    "london": ("لندن",), "manchester": ("مانشستر",), "edinburgh": ("إدنبرة",),
+    "united arab emirates": ("الإمارات",), "dubai": ("دبي",), "abu dhabi": ("أبوظبي", "أبو ظبي"),
+    "saudi arabia": ("السعودية",), "riyadh": ("الرياض",), "jeddah": ("جدة",), "dammam": ("الدمام",),
+    "germany": ("ألمانيا",), "berlin": ("برلين",), "munich": ("ميونخ",), "frankfurt": ("فرانكفورت",),
+    "france": ("فرنسا",), "paris": ("باريس",), "netherlands": ("هولندا",), "amsterdam": ("أمستردام",),
+    "canada": ("كندا",), "toronto": ("تورنتو",), "vancouver": ("فانكوفر",), "montreal": ("مونتريال",),
+    "australia": ("أستراليا",), "sydney": ("سيدني",), "melbourne": ("ملبورن",),
+    "india": ("الهند",), "bangalore": ("بنغالور",), "mumbai": ("مومباي",), "delhi": ("دلهي",),
+    "japan": ("اليابان",), "tokyo": ("طوكيو",), "ireland": ("أيرلندا",), "dublin": ("دبلن",),
+    "spain": ("إسبانيا",), "madrid": ("مدريد",), "barcelona": ("برشلونة",),
+    "qatar": ("قطر",), "doha": ("الدوحة",), "egypt": ("مصر",), "cairo": ("القاهرة",),
+}
+
+
+def _arabic_place_pattern(name: str) -> str:
+    """An Arabic place name as a sentence writes it: with a conjunction or preposition in front
+    ("وفي دبي", "بالرياض", "للسعودية"), never inside another word."""
+    words = [normalise(w) for w in name.split()]
+    first = words[0]
+    heads = [f"(?:[وف]?[بلك]?){re.escape(first)}"]
+    if first.startswith("ال"):
+        heads.append(f"[وف]?لل{re.escape(first[2:])}")
+    return (r"(?<![^\W\d_])(?:" + "|".join(heads) + ")" + "".join(r"\s+" + re.escape(w) for w in words[1:])
+            + r"(?![^\W\d_])")
+
+
+_ARABIC_PLACE = [(english, re.compile(_arabic_place_pattern(n)))
+                 for english, names in _ARABIC_PLACES.items() for n in names]
 
 # The Arabic forms are written on the text as `answer_kind` normalises it (see `_ARABIC_FORMS`: one alef,
 # ha for ta marbuta, no diacritics). Arabic words take prefixes ("وكم", "بكم"), never suffixes here:
@@ -167,7 +202,22 @@ def _question_terms(question: str) -> frozenset[str]:
     # Arabic-Indic digits as the English pages write them ("٢٥ يومًا" asks about "25 days").
     own = _tokens(question.translate(_ARABIC_DIGITS)) | _tokens(question)
     translated = english_terms(question)
-    return own | _tokens(" ".join(translated)) if translated else own
+    if not translated:
+        return own
+    # A workplace question's places count as the English page names them ("لندن" is London).
+    return own | _tokens(" ".join(translated)) | _arabic_places(question)
+
+
+def _arabic_places(text: str) -> frozenset[str]:
+    """The places an Arabic text names, as `places(…, widen=True)` gives them for English text."""
+    arabic = normalise(text)
+    out: set[str] = set()
+    for name in {name for name, pattern in _ARABIC_PLACE if pattern.search(arabic)}:
+        if name in _CITIES:
+            out |= {f"city:{name}", f"country:{_ALIAS[name]}"}
+        else:
+            out.add(f"country:{_ALIAS[name]}")
+    return frozenset(out)
 
 
 def _fold(text: str) -> str:

@@ -61,6 +61,18 @@ def test_an_arabic_question_s_terms_include_their_english_words() -> None:
     assert features.coverage(weights, sentence, set()) > 0.5  # overlap now works across languages
 
 
+def test_a_workplace_question_s_arabic_places_count_as_the_english_page_names_them() -> None:
+    terms = features.question_terms("كم الحد الأقصى لتكلفة الفندق بلندن لليلة الواحدة؟")
+    assert {"city:london", "country:united kingdom", "hotel"} <= terms
+    london, boston = "City: London; Nightly limit: GBP 210", "The nightly hotel limit in Boston is USD 275."
+    sentences = [features.with_places(features.tokens(s), s) for s in (london, boston)]
+    weights = features.term_weights(features.with_places(terms, "", widen=True), sentences)
+    hotels = features.tokens("Travel Policy > Hotels")  # both under the same heading
+    assert features.coverage(weights, sentences[0], hotels) > features.coverage(weights, sentences[1], hotels)
+    assert "city:dubai" in features.question_terms("ما البدل اليومي في دبي للموظفين؟")
+    assert not features.places("لندن")  # places() reads English names only
+
+
 def test_arabic_indic_digits_count_as_the_english_page_writes_them() -> None:
     assert {"25", "sick"} <= features.question_terms("هل ٢٥ يومًا من الإجازة المرضية مدفوعة؟")
 

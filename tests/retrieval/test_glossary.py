@@ -71,6 +71,11 @@ def test_a_question_the_table_barely_knows_gets_no_english() -> None:
     assert english_terms(elsewhere, min_share=0.0)  # the words it knows are still there when asked for
 
 
+def test_a_verb_with_another_everyday_sense_is_not_translated() -> None:
+    assert "report" not in english_terms("كم يبلغ الحد الأقصى لتكلفة الفندق؟")  # "amounts to", not "reports"
+    assert "report" in english_terms("كيف يتم الإبلاغ عن رسالة تصيد احتيالي؟")
+
+
 def test_results_are_deterministic_and_in_question_order() -> None:
     text = "ما الحد الأقصى لتكلفة الفندق في الليلة؟"
     assert english_terms(text) == english_terms(text)
