@@ -58,6 +58,19 @@ UNKNOWN_TERM_MAX_KNOWN = 3
 TYPO_TWO_EDITS_FROM = 8
 
 
+# Words of a chat message that say nothing about the policy asked about ("hey quick q", "pls",
+# "lol", "how much do i get"), and Slack abbreviations of words the documents write in full
+# ("next wk", "per yr"). Counted as question terms, they lower the share of the question a chunk
+# covers, and a colloquial question fell under the floor on the very chunk that answers it.
+# (Words whose stem is a word of policy text are left out: "basically" is "basic", "really" "real".)
+CHAT_FILLER = ("hey hi hello yo thanks thx ty pls plz please quick q qq lol haha btw fyi curious anyone anybody ok "
+               "okay yeah yep um uh hmm gonna wanna gotta kinda just like thats whats im ive idk tbh imo much many "
+               "get got")
+ABBREVIATIONS = {"wk": "week", "wks": "weeks", "yr": "year", "yrs": "years", "mo": "month", "mos": "months",
+                 "hrs": "hours", "mins": "minutes", "b4": "before", "tmrw": "tomorrow", "abt": "about",
+                 "info": "information", "docs": "documents", "mgr": "manager", "approx": "approximately"}
+
+
 @dataclass(frozen=True)
 class Candidate:
     point_id: str
@@ -85,6 +98,32 @@ def query_terms(query_vecs: Mapping[str, Any], language: str) -> set[int]:
     name = "sparse_ar" if language == "ar" else "sparse_en"
     sparse = query_vecs.get(name)
     return set(sparse.indices) if sparse is not None else set()
+
+
+def content_terms(terms: set[int], language: str) -> set[int]:
+    """The question's terms less chat filler, with abbreviations read as the words they stand for
+    (English; other languages as they are)."""
+    if language != "en":
+        return terms
+    filler, abbreviations = _chat_terms()
+    return {abbreviations.get(t, t) for t in terms if t not in filler}
+
+
+@functools.cache
+def _chat_terms() -> tuple[frozenset[int], dict[int, int]]:
+    analyser = _analyser("sparse_en")
+
+    def ids(word: str) -> list[int]:
+        return list(analyser.embed_query(word).indices)
+
+    filler = {t for w in CHAT_FILLER.split() for t in ids(w)}
+    abbreviations: dict[int, int] = {}
+    for short, full in ABBREVIATIONS.items():
+        if ids(full):
+            abbreviations.update(zip(ids(short), ids(full), strict=True))
+        else:  # the word it stands for is a stopword ("b4", "abt")
+            filler.update(ids(short))
+    return frozenset(filler), abbreviations
 
 
 def unknown_terms(terms: set[int], language: str, candidates: Sequence[Candidate]) -> set[int]:
@@ -161,7 +200,9 @@ class SentenceReranker:
                 if query_vecs.get("dense_ml") is not None else None)
         terms = query_terms(query_vecs, language)
         groups: Sequence[AbstractSet[int]] = query_vecs.get(GLOSSARY_GROUPS) or ()
-        scores = [self._one(c, language, q_en, q_ml, terms, groups) for c in candidates]
+        # Coverage counts what the question asks about; the unknown-term rule below keeps every
+        # term (its "short question" is counted in the terms it was tuned on).
+        scores = [self._one(c, language, q_en, q_ml, content_terms(terms, language), groups) for c in candidates]
         unknown = unknown_terms(terms, language, candidates)
         known = terms - unknown
         if len(unknown) != 1 or not 2 <= len(known) <= UNKNOWN_TERM_MAX_KNOWN:

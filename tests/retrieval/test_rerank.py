@@ -27,6 +27,7 @@ from retrieval.rerank import (
     SentenceReranker,
     best_sentence,
     build_reranker,
+    content_terms,
     misspelt_only,
     near_miss,
 )
@@ -78,6 +79,26 @@ def test_coverage_penalises_chunks_missing_the_question_terms(embedder: Embedder
     assert with_terms[1] < without[1]
     assert with_terms[1] >= without[1] * COVERAGE_FLOOR - 1e-6
     assert with_terms[0] > with_terms[1]
+
+
+def test_chat_filler_and_abbreviations_do_not_count_against_coverage(embedder: Embedder) -> None:
+    """A colloquial question scores the chunk that answers it as its plain wording does."""
+    cands = candidates(embedder, ["Annual leave. You may carry over up to 5 days of annual leave per year into the next year."])
+    reranker = SentenceReranker()
+
+    def coverage_terms(question: str) -> set[int]:
+        return content_terms(set(query(embedder, question)[SPARSE_EN].indices), "en")
+
+    assert coverage_terms("hey quick q lol, how much annual leave can i carry over per yr pls") == \
+        coverage_terms("annual leave carry over per year")
+    chatty = "hey quick q lol, how much annual leave can i carry over per yr pls"
+    plain = "how much annual leave can i carry over per year"
+    with_terms = reranker.score(query=chatty, query_vecs=query(embedder, chatty), language="en", candidates=cands)
+    without = reranker.score(query=chatty, query_vecs=query(embedder, chatty, sparse=False), language="en",
+                             candidates=cands)
+    assert with_terms[0] == pytest.approx(without[0], abs=1e-6)  # every content term is in the chunk
+    assert content_terms(coverage_terms(plain), "ar") == coverage_terms(plain)  # Arabic terms as they are
+    assert 0 < with_terms[0]
 
 
 @pytest.mark.parametrize(("question", "scaled"), [
