@@ -107,7 +107,7 @@ _ARABIC_PLACE = [(english, re.compile(_arabic_place_pattern(n)))
 # a bare "كم" would be found inside "المحكمة".
 _AR = r"(?<![^\W\d_])(?:[وف]|[وف]?ب)?"  # start of an Arabic word, with its conjunction or preposition
 _QUANTITY = re.compile(
-    r"\b(?:how (?:many|much|long|far|soon|often|high|big)|what (?:is|are|'s) the (?:\w+ ){0,3}"
+    r"\b(?:how (?:many|much|long|far|soon|often|high|big)|what(?: is| are|'s|’s|s) the (?:\w+ ){0,3}"
     r"(?:limit|rate|allowance|amount|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
     r"which day|what (?:percentage|amount|sum|share)|how many days)\b|"
     rf"{_AR}كم\b|{_AR}ما (?:هو |هي )?(?:ال)?(?:حد|مبلغ|بدل|نسبه|قيمه|مقدار|عدد|سعر|تكلفه|كلفه|مده|ميزانيه|"

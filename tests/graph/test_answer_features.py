@@ -25,6 +25,8 @@ def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: s
 @pytest.mark.parametrize(("question", "kind"), [
     ("How many days of annual leave do I get?", "quantity"),
     ("What is the nightly hotel limit in London?", "quantity"),
+    ("whats the hotel cap in dubai per night", "quantity"),
+    ("What’s the mileage rate?", "quantity"),
     ("From which day of sick leave do I need a certificate?", "quantity"),
     ("By when must I use carried-over leave?", "when"),
     ("What are our core hours?", "when"),
