@@ -157,6 +157,9 @@ _PAID_ITEM = [
     re.compile(r"\b(?:is|are|will|would|can|could) (?:(?:i|we) get )?(?:(?:a|an|the|my|our|any|some) )*" + _ITEM +
                r" (?:be )?(?:covered|reimbursed|reimbursable|refunded|expensable|paid for)\b", re.IGNORECASE),
 ]
+_ASKER_PAYS = re.compile(r"\b(?:i|we)\s+(?:have|need|got)\s+to\s+pay\b|\b(?:i|we)\s+(?:must|should)\s+pay\b|"
+                         r"\b(?:i|we)\s+(?:get|am|are)\s+charged\b", re.IGNORECASE)
+_PRONOUNS = frozenset("one ones it them this that these those mine ours".split())
 _PREPOSITIONS = frozenset("for at in on when while if during after before from with to as of by".split())
 _NOT_AN_ITEM = frozenset(features.stem(w) for w in (
     "it this that these those them cost costs expense expenses fee fees thing things stuff bill bills "
@@ -166,7 +169,10 @@ _NOT_AN_ITEM = frozenset(features.stem(w) for w in (
 def _asked_item(question: str) -> dict[str, frozenset[str]]:
     """The thing a "will you pay for …?" question asks to have paid ("hearing aids", "a book"), by
     its head word ("professional *movers*"; "wifi or internet *access*": either), any of which (or a
-    common equivalent) a passage must hold."""
+    common equivalent) a passage must hold. Not when the asker would pay ("do I have to pay for
+    the new one?"), nor when the thing is only a pronoun ("the new one")."""
+    if _ASKER_PAYS.search(question):
+        return {}
     for pattern in _PAID_ITEM:
         m = pattern.search(question)
         if m is None:
@@ -175,7 +181,11 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
             continue  # "… health cover in Australia": a noun, not the verb; places are checked apart
         heads: set[str] = set()
         for alternative in m["item"].split(" or "):
-            words = [w for w in alternative.split() if not features.tokens(w) <= _NOT_AN_ITEM]
+            words = alternative.split()
+            if words[-1].lower() in _PRONOUNS:
+                return {}  # "the new one": what it is, the question does not say
+            while words and features.tokens(words[-1]) <= _NOT_AN_ITEM:
+                words.pop()  # "bank fees": the bank
             if words:
                 heads |= features.tokens(words[-1])
         if heads:

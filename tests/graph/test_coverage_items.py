@@ -49,6 +49,8 @@ def test_the_thing_to_be_paid_for_must_be_in_the_evidence(question: str, evidenc
     ("How much does the company put towards private health cover in Australia?", HEALTH),  # cover: the noun
     ("Will the company pay for my flights when I relocate?", RELOCATION),
     ("Are prescriptions reimbursed?", HEALTH),
+    ("lost my access badge again, do i have to pay for the new one?", HEALTH),  # the asker pays; "one" says nothing
+    ("my laptop broke, will they pay for a new one?", TRAVEL),
 ])
 def test_a_question_about_what_the_evidence_does_pay_for_passes(question: str, evidence: Passage) -> None:
     assert find_gap(question, [evidence], min_score=0.3) is None
