@@ -53,7 +53,7 @@ from typing import Any
 from bench.report import log, percentile, section_header, table, target
 from graph.answerers import AnswerRequest, Draft
 from graph.facts import Facts, facts_in, unsupported
-from graph.nodes.validate import sent_texts
+from graph.nodes.validate import sent_dates, sent_texts
 from graph.validate import citations_in, is_factual, segment, strip_citations, validate_answer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +111,7 @@ class Call:
     finish_reason: str | None
     ms: float
     sent: dict[str, str]  # chunk id → the text the validator compares with (graph/nodes/validate.sent_texts)
+    dates: dict[str, str]  # chunk id → the effective date sent (graph/nodes/validate.sent_dates)
 
     @property
     def is_draft(self) -> bool:
@@ -153,7 +154,7 @@ class Recorder:
                      "effective_at": p.effective_at, "text": p.text} for p in request.passages]
         self.calls.append(Call(answerer=name, content=content, tool_calls=[str(c["name"]) for c in msg.tool_calls],
                                error=draft.info.get("error"), finish_reason=draft.info.get("finish_reason"),
-                               ms=ms, sent=sent_texts(passages)))
+                               ms=ms, sent=sent_texts(passages), dates=sent_dates(passages)))
         return draft
 
 
@@ -291,7 +292,7 @@ def analyse(rows: Sequence[Row], home: Path) -> None:
     """Each draft re-validated on what it was sent; each shown answer checked against the catalog."""
     for r in rows:
         for c in r.drafts:
-            verdict = validate_answer(c.content, list(c.sent), texts=c.sent)
+            verdict = validate_answer(c.content, list(c.sent), texts=c.sent, effective=c.dates)
             r.draft_verdicts.append({"ok": verdict.ok, "kinds": sorted({str(p["kind"]) for p in verdict.problems}),
                                      "unsupported": unsupported_figures(c.content, c.sent)})
     cited = sorted({c for r in rows if r.route == "answer" for c in citations_in(r.answer)})

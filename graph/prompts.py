@@ -64,6 +64,12 @@ def _clean(text: str) -> str:
     return text.replace("</passage", "</ passage").replace("</evidence", "</ evidence")
 
 
+def effective_day(value: object) -> str | None:
+    """A version's effective time as the day it starts ("2025-01-01T00:00:00+00:00" → "2025-01-01")."""
+    text = str(value or "").strip()
+    return text[:10] if text else None
+
+
 def format_evidence(passages: Sequence[Mapping[str, object]], *, gate: str | None = None) -> str:
     """The search tool's result as the model sees it."""
     if gate:
@@ -71,7 +77,7 @@ def format_evidence(passages: Sequence[Mapping[str, object]], *, gate: str | Non
     blocks = [EVIDENCE_PREAMBLE]
     for p in passages:
         attrs = {"id": p["chunk_id"], "title": p.get("title"), "heading": p.get("heading"),
-                 "version": p.get("version"), "effective": p.get("effective_at"),
+                 "version": p.get("version"), "effective": effective_day(p.get("effective_at")),
                  "score": round(float(p.get("score") or 0.0), 3)}  # type: ignore[arg-type]
         head = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in attrs.items() if v is not None)
         blocks.append(f"<passage {head}>\n{_clean(str(p.get('text', '')))}\n</passage>")

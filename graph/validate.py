@@ -151,9 +151,12 @@ def is_factual(sentence: str) -> bool:
 
 
 def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
-                    texts: Mapping[str, str] | None = None) -> Verdict:
+                    texts: Mapping[str, str] | None = None, effective: Mapping[str, str] | None = None) -> Verdict:
     """`allowed_ids`: the chunk ids sent this turn. `texts` (chunk id → the text that was sent: its
-    title, heading and body) turns on the fact check; a cited chunk missing from it supports no figure."""
+    title, heading and body) turns on the fact check; a cited chunk missing from it supports no figure.
+    `effective` (chunk id → its version's effective date, as sent): the date itself, and nothing else,
+    is a figure the chunk states ("from 1 January 2025"); its day and year are no amounts or counts
+    ("GBP 1 per night", "within 15 days" are not supported by an effective date of 2025-01-15)."""
     allowed = set(allowed_ids)
     if not text or not text.strip():
         return Verdict(ok=False, reason="answer_validation_failed", problems=[{"kind": "empty_draft"}])
@@ -174,7 +177,8 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
             if not valid:
                 problems.append({"kind": "uncited_sentence", "sentence": i})
             elif texts is not None:
-                missing = unsupported(_normalise(strip_citations(sentence)), _evidence(valid, texts, evidence))
+                missing = unsupported(_normalise(strip_citations(sentence)),
+                                      _evidence(valid, texts, evidence, effective or {}))
                 if missing:
                     problems.append({"kind": "unsupported_number", "sentence": i, "count": len(missing)})
     if not cited:
@@ -190,7 +194,8 @@ def _passage_facts(text: str) -> Facts:
     return facts_in(text, partial_dates=True)
 
 
-def _evidence(chunk_ids: list[str], texts: Mapping[str, str], cache: dict[str, Facts]) -> Facts:
+def _evidence(chunk_ids: list[str], texts: Mapping[str, str], cache: dict[str, Facts],
+              effective: Mapping[str, str]) -> Facts:
     """The figures of the cited chunks together (a sentence citing two passages may combine them)."""
     merged = Facts()
     for chunk_id in chunk_ids:
@@ -200,6 +205,8 @@ def _evidence(chunk_ids: list[str], texts: Mapping[str, str], cache: dict[str, F
         merged.figures |= found.figures
         merged.values |= found.values
         merged.currencies |= found.currencies
+        if effective.get(chunk_id):
+            merged.figures |= {f for f in _passage_facts(effective[chunk_id]).figures if f[0] == "date"}
     return merged
 
 

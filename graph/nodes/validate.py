@@ -13,15 +13,21 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, RemoveMessage
 
+from graph.prompts import effective_day
 from graph.state import ConversationState, author_of
 from graph.validate import validate_answer
 
 
 def sent_texts(passages: list[dict[str, Any]]) -> dict[str, str]:
     """What the answerer was given of each passage (graph/prompts.py format_evidence): its title,
-    heading path, version and effective date as well as its text."""
-    keys = ("title", "heading", "version", "effective_at", "text")
+    heading path and version as well as its text (its effective date: `sent_dates`)."""
+    keys = ("title", "heading", "version", "text")
     return {p["chunk_id"]: "\n".join(str(p.get(k) or "") for k in keys) for p in passages}
+
+
+def sent_dates(passages: list[dict[str, Any]]) -> dict[str, str]:
+    """Each passage's effective date as the answerer was shown it."""
+    return {p["chunk_id"]: day for p in passages if (day := effective_day(p.get("effective_at")))}
 
 
 async def validate(state: ConversationState) -> dict[str, Any]:
@@ -34,7 +40,7 @@ async def validate(state: ConversationState) -> dict[str, Any]:
     text = last.content if isinstance(last.content, str) else str(last.text)
     passages = state.get("passages") or []
     allowed = [p["chunk_id"] for p in passages]
-    verdict = validate_answer(text, allowed, texts=sent_texts(passages))
+    verdict = validate_answer(text, allowed, texts=sent_texts(passages), effective=sent_dates(passages))
     if verdict.ok:
         return {"validation": verdict.as_dict(), "answer": text, "route": "answer", "reason": None,
                 "path": ["validate"]}

@@ -98,6 +98,30 @@ async def test_a_sent_chunk_cited_for_a_figure_it_does_not_state_is_never_shown(
             await assert_nothing_unvalidated_stored(svc, out, ["9,999", "9999", "GBP 9"])
 
 
+@pytest.mark.parametrize("draft", [
+    "The nightly hotel limit in London is GBP 1 per night [{id}].",  # the day of the effective date
+    "The nightly hotel limit in London applies for 2025 days [{id}].",  # its year
+])
+async def test_a_passage_s_effective_date_supports_no_other_figure(open_home, draft: str) -> None:
+    """The effective date is sent with the passage; a draft may quote it, but its day and year are no
+    amount or count."""
+    with llm.FakeOpenAI([llm.cited_answer(draft)]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-effective", scope=bob(svc), question=LONDON)
+            sent = " ".join(str(m.get("content")) for m in fake.requests[0]["messages"])
+            assert 'effective="2025-01-01"' in sent  # the date was sent, as a day
+            assert (out.route, out.reason) == ("escalate", "answer_validation_failed")
+            assert [p["kind"] for p in out.trace["validation"]["problems"]] == ["unsupported_number"]
+
+
+async def test_a_draft_may_quote_the_effective_date_it_was_sent(open_home) -> None:
+    draft = "From 1 January 2025 the nightly hotel limit in London is GBP 210 [{id}]."
+    with llm.FakeOpenAI([llm.cited_answer(draft)]) as fake:
+        async with open_home(**llm_settings(fake)) as svc:
+            out = await svc.runner.ask(session_id="s-effective-ok", scope=bob(svc), question=LONDON)
+    assert out.route == "answer", out.trace.get("validation")
+
+
 async def test_the_model_may_search_again_before_answering(open_home) -> None:
     script = [llm.tool_call("search_policies", query="hotel nightly limit London GBP"), llm.cited_answer()]
     with llm.FakeOpenAI(script) as fake:
