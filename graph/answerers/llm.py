@@ -17,6 +17,7 @@ Design choices (documented in the README's answering section):
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -34,6 +35,10 @@ TOOL_NAMES = {"search_policies": "query", "escalate_to_human": "reason"}
 MAX_PRIOR_MESSAGES = 8
 
 
+# A draft longer than this is not one to read in Slack; a model that does not stop is cut here.
+MAX_TOKENS = 700
+
+
 class LLMError(Exception):
     pass
 
@@ -46,15 +51,19 @@ class LLMAnswerer:
         self.model: str | None = model
         self.fallback = fallback
         self.prompt_version: str | None = PROMPT_VERSION
+        self.timeout_s = timeout_s
         self.client = client or AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout_s,
                                             max_retries=1)
 
     async def respond(self, request: AnswerRequest) -> Draft:
         messages = to_openai(request.messages, system_prompt(request.language))
         try:
-            response = await self.client.chat.completions.create(  # type: ignore[call-overload]
+            # One deadline for the call, its retry included (the retry is for a quick failure: a
+            # refused connection, a 5xx), and a cap on what the model may write.
+            response = await asyncio.wait_for(self.client.chat.completions.create(  # type: ignore[call-overload]
                 model=str(self.model), messages=messages, tools=TOOLS,
-                tool_choice="auto" if request.allow_tools else "none", temperature=0)
+                tool_choice="auto" if request.allow_tools else "none", temperature=0, max_tokens=MAX_TOKENS),
+                timeout=self.timeout_s)
             message = _parse(response, allow_tools=request.allow_tools)
         except Exception as exc:  # any failure of the model is a failed draft, never a crash
             error = f"{type(exc).__name__}: {exc}"[:300]

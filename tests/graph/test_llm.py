@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from graph.answerers.llm import MAX_TOKENS
 from graph.messages import abstention
 from graph.prompts import PROMPT_VERSION
 from graph.validate import citations_in
@@ -159,6 +160,18 @@ async def test_model_failures_escalate(open_home, script, timeout_s: float, erro
     assert elapsed < 20
     if error == "InternalServerError":
         assert len(fake.requests) == 2  # one retry, then give up
+
+
+async def test_a_slow_model_gets_one_deadline_and_a_cap_on_its_length(open_home) -> None:
+    """CAIRN_LLM_TIMEOUT bounds the call, its retry included; every request caps the tokens."""
+    with llm.FakeOpenAI([llm.slow(3.0)]) as fake:
+        async with open_home(**llm_settings(fake, 0.5)) as svc:
+            out = await svc.runner.ask(session_id="s-slow", scope=bob(svc), question=LONDON)
+            turn = await svc.conversations.get_turn(turn_id=out.turn_id)
+    assert (out.route, out.reason) == ("escalate", "answer_validation_failed")
+    assert "Timeout" in turn.trace["answerer"]["error"]
+    assert len(fake.requests) == 1  # no second attempt after the deadline
+    assert fake.requests[0]["max_tokens"] == MAX_TOKENS
 
 
 async def test_arabic_question_reaches_the_model_with_arabic_instructions(open_home) -> None:
