@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ ADJACENT_MARGIN = 0.10
 NAME_PENALTY = 0.15  # the question names London: a sentence about Boston is a worse answer
 MIN_SENTENCE_CHARS = 12
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
+RECENT_SCORINGS = 32
 
 _EXCEPTION_START = re.compile(
     r"^(?:[-•*]\s*)?(?:except|unless|however|but|exceptions?|during|with (?:written|prior)|if|when|only|"
@@ -104,6 +106,9 @@ class ExtractiveAnswerer:
         self.prepared_vectors = prepared_vectors
         self.max_passages = max_passages
         self.max_sentences = max_sentences
+        # The tools node asks for the closest sentence of a cross-language or chatty question, and
+        # the answer then scores the same sentences again: the last few scorings are kept.
+        self._recent: OrderedDict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     async def respond(self, request: AnswerRequest) -> Draft:
         floor = request.min_score if request.min_score is not None else float("-inf")
@@ -138,6 +143,18 @@ class ExtractiveAnswerer:
 
     async def _scores(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                       multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
+        key = (question, multilingual, *((p.chunk_id, p.score, p.heading, p.text) for p in passages))
+        if key in self._recent:
+            self._recent.move_to_end(key)
+            return self._recent[key]
+        scored = await self._score_all(question, sentences, passages, multilingual)
+        self._recent[key] = scored
+        while len(self._recent) > RECENT_SCORINGS:
+            self._recent.popitem(last=False)
+        return scored
+
+    async def _score_all(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
+                         multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
         if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
             exact = {**await self._prepared(passages, multilingual=True),
                      **await self._stored(passages, DENSE_SIZES[DENSE_ML])}

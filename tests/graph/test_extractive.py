@@ -133,3 +133,19 @@ async def test_a_place_s_row_is_quoted_without_the_rows_of_other_places(embedder
     request = AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
     answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
     assert shown in answer and not any(other in answer for other in never), answer
+
+
+async def test_the_answer_reuses_the_scoring_of_the_closest_sentence(embedder: Embedder) -> None:
+    """The tools node's closest sentence (a chatty or cross-language question's conflict check) and the
+    answer score the same sentences once."""
+    counting = CountingEmbedder(embedder)
+    answerer = ExtractiveAnswerer(embedder=counting)
+    question = "hey so quick one, how much does staff parking cost per month at the north garage these days?"
+    request = _request(question)
+    closest = await answerer.closest_sentence(question, request.passages)
+    encoded = len(counting.encoded)
+    shown = (await answerer.respond(request)).message.content
+    assert closest is not None and "USD 40" in closest and "USD 40" in shown
+    assert len(counting.encoded) == encoded  # nothing encoded a second time
+    other = ExtractiveAnswerer(embedder=embedder)  # and the answer is the one a fresh answerer gives
+    assert (await other.respond(request)).message.content == shown
