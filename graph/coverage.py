@@ -18,7 +18,13 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   another question. (Other numbers in a question are usually the asker's situation — "an 18
   dollar taxi", "a 12-hour flight" — and are not looked for.)
 - unknown names: a capitalised word (not a place) that no document of the tenant uses, nor a word
-  a typing error away from one ("the Czerniakow river"): no passage can hold it.
+  a typing error away from one ("the Czerniakow river"): no passage can hold it;
+- the item of a "will you pay for …?" question, by its head word ("hearing *aids*", "a *book*"):
+  evidence that never mentions it says what is paid for, not whether this is.
+
+Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
+capitalised. Once the gate has passed, a question that names one of the tenant's names is answered
+only from the passages whose documents use it (`named_passages`).
 
 One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
 best) must contain every distinguishing term (or an alias or a
