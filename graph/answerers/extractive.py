@@ -73,8 +73,9 @@ _SCOPE_START = re.compile(
     r"contractors|part-time|managers|administrators|everyone)|everyone|administrators|staff (?:in|who|at)|"
     r"customers (?:in|who)|this (?:exception|rule|limit|allowance) (?:applies|does not)|never|no |not )",
     re.IGNORECASE)
-# A row or rule for every place not listed ("Any other city | USD 180") answers for any place.
-_CATCH_ALL = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
+# A row or rule for every place not listed ("Any other city | USD 180") answers for any place
+# (graph/coverage.py's catch-all also covers populations: "all staff", "everyone").
+_ANY_PLACE = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
                         r"other locations|all (?:other )?(?:offices|countries|locations|cities))\b", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't|excluded|ineligible|except)\b|لا|ليس|غير|باستثناء",
                        re.IGNORECASE)
@@ -226,7 +227,7 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     fit = np.array([features.kind_score(kind, s.text) for s in sentences], dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)
-    off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage]) and not catch_all(s.text)
+    off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage]) and not _for_any_place(s.text)
                           for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
     return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank + fit - features.HISTORY_PENALTY * history
             - NAME_PENALTY * off_topic)
@@ -362,7 +363,7 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
     def elsewhere(s: _Sentence) -> bool:
         """A sentence about another place than the one asked about (the Riyadh row under the Dubai one)."""
         places = features.places(s.scored_text)
-        return bool(asked_places and places) and not places & asked_places and not catch_all(s.text)
+        return bool(asked_places and places) and not places & asked_places and not _for_any_place(s.text)
 
     for found in (neighbour(1), neighbour(-1)):
         if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]):
@@ -401,8 +402,8 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     return after and similar and bool(re.search(r"\d", best.text))
 
 
-def catch_all(sentence: str) -> bool:
-    return bool(_CATCH_ALL.search(sentence))
+def _for_any_place(sentence: str) -> bool:
+    return bool(_ANY_PLACE.search(sentence))
 
 
 def _line(passage: Passage, sentence: str, language: str) -> str:
