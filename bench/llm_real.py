@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import json
 import logging
-import re
 import sqlite3
 import sys
 import time
@@ -54,14 +53,12 @@ from bench.report import log, percentile, section_header, table, target
 from graph.answerers import AnswerRequest, Draft
 from graph.facts import Facts, facts_in, unsupported
 from graph.nodes.validate import sent_dates, sent_texts
-from graph.validate import citations_in, is_factual, segment, strip_citations, validate_answer
+from graph.validate import citations_in, is_factual, plain_sentence, segment, validate_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_QUESTIONS = ROOT / "sample" / "questions.jsonl"
 SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
 CAUSES = ("uncited_sentence", "unknown_citation", "unsupported_number", "no_citations", "empty_draft")
-_MARKUP = re.compile(r"[*_`#]+")
-_BULLET = re.compile(r"^\s*(?:[-*•>]+|\d{1,2}[.)])\s+")
 
 
 class BenchError(Exception):
@@ -161,17 +158,10 @@ class Recorder:
 # -- the fact check, independent of the validator's verdict ----------------------------------------------
 
 
-def plain(sentence: str) -> str:
-    return " ".join(_MARKUP.sub("", _BULLET.sub("", strip_citations(sentence))).split())
-
-
 def merged_facts(texts: Sequence[str]) -> Facts:
     out = Facts()
     for text in texts:
-        found = facts_in(text, partial_dates=True)
-        out.figures |= found.figures
-        out.values |= found.values
-        out.currencies |= found.currencies
+        out.add(facts_in(text, partial_dates=True))
     return out
 
 
@@ -200,7 +190,7 @@ def unsupported_figures(text: str, evidence_of: Mapping[str, str]) -> list[Unsup
         if not is_factual(sentence):
             continue
         cited = tuple(dict.fromkeys(citations_in(sentence)))
-        missing = unsupported(plain(sentence), merged_facts([evidence_of.get(c, "") for c in cited]))
+        missing = unsupported(plain_sentence(sentence), merged_facts([evidence_of.get(c, "") for c in cited]))
         if missing:
             out.append(Unsupported(i, tuple(missing), cited))
     return out

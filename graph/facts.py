@@ -135,6 +135,12 @@ class Facts:
     def __bool__(self) -> bool:
         return bool(self.figures)
 
+    def add(self, other: Facts) -> None:
+        """Take in what `other` states too (the cited passages of one sentence, together)."""
+        self.figures |= other.figures
+        self.values |= other.values
+        self.currencies |= other.currencies
+
 
 def _value(raw: str) -> str:
     """1,500 → 1500; 08 → 8; 0.50 → 0.5; a malformed group is kept as written."""

@@ -135,7 +135,7 @@ def _inside_quote(sentence: str) -> bool:
 
 def is_factual(sentence: str) -> bool:
     """See the module docstring: strict by default; only a few fixed shapes are non-factual."""
-    s = _normalise(strip_citations(sentence))
+    s = plain_sentence(sentence)
     if not _has_words(s):
         return False
     if _DIGIT.search(s) or _CURRENCY.search(s) or _NUMBER_WORDS.search(s):
@@ -177,8 +177,7 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
             if not valid:
                 problems.append({"kind": "uncited_sentence", "sentence": i})
             elif texts is not None:
-                missing = unsupported(_normalise(strip_citations(sentence)),
-                                      _evidence(valid, texts, evidence, effective or {}))
+                missing = unsupported(plain_sentence(sentence), _evidence(valid, texts, evidence, effective or {}))
                 if missing:
                     problems.append({"kind": "unsupported_number", "sentence": i, "count": len(missing)})
     if not cited:
@@ -201,18 +200,15 @@ def _evidence(chunk_ids: list[str], texts: Mapping[str, str], cache: dict[str, F
     for chunk_id in chunk_ids:
         if chunk_id not in cache:
             cache[chunk_id] = _passage_facts(texts.get(chunk_id) or "")
-        found = cache[chunk_id]
-        merged.figures |= found.figures
-        merged.values |= found.values
-        merged.currencies |= found.currencies
+        merged.add(cache[chunk_id])
         if effective.get(chunk_id):
             merged.figures |= {f for f in _passage_facts(effective[chunk_id]).figures if f[0] == "date"}
     return merged
 
 
-def _normalise(text: str) -> str:
-    text = _BULLET.sub("", text)
-    return " ".join(_EMPHASIS.sub("", text).split())
+def plain_sentence(sentence: str) -> str:
+    """A draft's sentence as its figures are read: no citations, list bullet or emphasis marks."""
+    return " ".join(_EMPHASIS.sub("", _BULLET.sub("", strip_citations(sentence))).split())
 
 
 def _has_words(text: str) -> bool:
