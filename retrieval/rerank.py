@@ -235,12 +235,12 @@ class SentenceReranker:
         else:  # an Arabic question with the multilingual model switched off: no comparable vector
             return 0.0
         same_language = language == cand.lang or language == "mixed"
-        if terms and same_language:
-            chunk_terms = set(json.loads(row["terms"]))
+        by_terms, by_glossary = bool(terms) and same_language, bool(groups) and cand.lang == "en"
+        chunk_terms = set(json.loads(row["terms"])) if by_terms or by_glossary else set()
+        if by_terms:
             coverage = len(terms & chunk_terms) / len(terms)
             base *= floor + (1 - floor) * coverage
-        if groups and cand.lang == "en":
-            chunk_terms = set(json.loads(row["terms"]))
+        if by_glossary:
             coverage = sum(bool(g & chunk_terms) for g in groups) / len(groups)
             base *= GLOSSARY_COVERAGE_FLOOR + (1 - GLOSSARY_COVERAGE_FLOOR) * coverage
         return min(base, 1.0)
