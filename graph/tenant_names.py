@@ -108,9 +108,6 @@ class TenantNames:
         self._rebuilding: dict[str, asyncio.Task[None]] = {}
         self._signature: dict[str, tuple[int, str | None]] = {}
 
-    async def names(self, tenant_id: str) -> Names:
-        return (await self.lexicon(tenant_id)).names
-
     async def lexicon(self, tenant_id: str) -> Lexicon:
         built = self._built.get(tenant_id)
         if built is None:  # the first turn of a tenant waits for them (questions asked meanwhile share the build)

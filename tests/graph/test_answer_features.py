@@ -230,23 +230,23 @@ async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_ol
 
     catalog = Catalog()
     names = TenantNames(catalog, refresh_s=0.0)
-    first, second = await asyncio.gather(names.names("t"), names.names("t"))
-    assert "navan" in first and first is second and catalog.reads == 1  # two first turns, one build
+    first, second = await asyncio.gather(names.lexicon("t"), names.lexicon("t"))
+    assert "navan" in first.names and first is second and catalog.reads == 1  # two first turns, one build
     await asyncio.sleep(0)
-    await names.names("t")  # old, but nothing was published since: not read again
+    await names.lexicon("t")  # old, but nothing was published since: not read again
     for _ in range(100):
         await asyncio.sleep(0.01)
         if not names._rebuilding:
             break
     assert catalog.reads == 1
     catalog.docs["acme/cards"] = "Pay with the Ramp card. Ramp limits apply."
-    stale = await names.names("t")  # old: rebuilt in the background, the last names meanwhile
+    stale = (await names.lexicon("t")).names  # old: rebuilt in the background, the last names meanwhile
     assert "ramp" not in stale
     for _ in range(100):
         await asyncio.sleep(0.01)
-        if "ramp" in await names.names("t"):
+        if "ramp" in (await names.lexicon("t")).names:
             break
-    assert "ramp" in await names.names("t")
+    assert "ramp" in (await names.lexicon("t")).names
 
 
 def test_a_capitalised_word_no_document_of_the_tenant_uses_is_one_no_passage_holds() -> None:
