@@ -25,7 +25,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-_ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬٪", "01234567890123456789.,%")
+# Arabic-Indic and Extended Arabic-Indic digits and the Arabic decimal, thousands and percent signs.
+ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬٪", "01234567890123456789.,%")
 _CODES = ("usd", "gbp", "eur", "aud", "cad", "sgd", "nzd", "hkd", "chf", "jpy", "inr", "sar", "aed", "qar", "kwd",
           "bhd", "omr", "egp", "cny", "sek", "nok", "dkk", "pln", "brl", "mxn", "zar")
 DOLLARS = frozenset({"usd", "aud", "cad", "sgd", "nzd", "hkd", "$"})
@@ -175,7 +176,7 @@ def _words_value(words: str) -> int | None:
 
 
 def prepare(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).translate(_ARABIC_DIGITS)
+    return unicodedata.normalize("NFKC", text).translate(ARABIC_DIGITS)
 
 
 def facts_in(text: str, *, partial_dates: bool = False) -> Facts:

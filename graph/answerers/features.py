@@ -25,6 +25,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import date
 
+from graph.facts import ARABIC_DIGITS
 from retrieval.glossary import english_terms, normalise
 
 _TOKEN = re.compile(r"\w+")
@@ -137,7 +138,6 @@ _RULE = re.compile(r"^\W*(?:can|may|could|am|is|are|do|does|must|should|will)\b|
 # Arabic spelt one way for the patterns above: no diacritics or tatweel, one alef, ha for ta marbuta,
 # ya for alef maqsura.
 _ARABIC_FORMS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي"})
-_ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "01234567890123456789")
 _DIGIT = re.compile(r"[\d\u0660-\u0669]")
 # A number in words counts when it counts something ("two keys", "twice a year"), not in "our four offices".
 _NUMBER_WORD = re.compile(r"\b(?:(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|"
@@ -200,7 +200,7 @@ def _question_terms(question: str) -> frozenset[str]:
     if question.isascii():
         return _tokens(question)
     # Arabic-Indic digits as the English pages write them ("٢٥ يومًا" asks about "25 days").
-    own = _tokens(question.translate(_ARABIC_DIGITS)) | _tokens(question)
+    own = _tokens(question.translate(ARABIC_DIGITS)) | _tokens(question)
     translated = english_terms(question)
     if not translated:
         return own
