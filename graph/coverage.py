@@ -114,7 +114,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         return None
     best_missing: tuple[str, ...] | None = None
     for p in fit:
-        text = f"{p.title}\n{p.heading}\n{p.text}"
+        text = _passage_text(p)
         have = features.with_places(features.tokens(text), text)
         catch_all = bool(_CATCH_ALL.search(p.text))
         # A place is what the question turns on only where the passage distinguishes places: a
@@ -140,13 +140,14 @@ def named_passages(question: str, passages: Sequence[Passage], names: Names) -> 
     asked = {word_key(w) for w in WORD.findall(question) if word_key(w) in names}
     if not asked:
         return list(passages)
-    kept = [p for p in passages if all(p.doc_id in names[w] or features.tokens(w) <= _passage_terms(p)
+    kept = [p for p in passages if all(p.doc_id in names[w] or features.tokens(w) <= features.tokens(_passage_text(p))
                                        for w in asked)]
     return kept or list(passages)
 
 
-def _passage_terms(p: Passage) -> set[str]:
-    return features.tokens(f"{p.title}\n{p.heading}\n{p.text}")
+def _passage_text(p: Passage) -> str:
+    """What of a passage can hold a question's term: its title, heading path and text."""
+    return f"{p.title}\n{p.heading}\n{p.text}"
 
 
 # "Does the plan pay for hearing aids?", "Can I expense a book?", "Is hotel wifi reimbursed?", "Can I
