@@ -162,11 +162,57 @@ def near_miss(word: str, vocab: AbstractSet[str]) -> bool:
     """`word` is a typing error or two away from a word of `vocab` (see TYPO_TWO_EDITS_FROM).
 
     Two cheap bounds run before the edit distance: the lengths, and the letters the two words do
-    not share (an edit changes at most two of them), so a tenant's whole vocabulary can be searched."""
+    not share (an edit changes at most two of them). A large vocabulary (a tenant's every word,
+    graph/coverage.py) is indexed once by length and letter set, so only the words within both
+    bounds are compared letter by letter."""
     edits = 2 if len(word) >= TYPO_TWO_EDITS_FROM else 1
+    if len(vocab) >= INDEXED_VOCABULARY and isinstance(vocab, frozenset):
+        return any(_within(word, v, edits) for v in _LetterIndex.of(vocab).candidates(word, edits))
     letters = set(word)
     return any(abs(len(v) - len(word)) <= edits and len(letters.symmetric_difference(v)) <= 2 * edits
                and _within(word, v, edits) for v in vocab)
+
+
+INDEXED_VOCABULARY = 2000  # words; a smaller vocabulary is scanned as it is
+
+
+class _LetterIndex:
+    """A vocabulary by word length, with each word's letters as a 64-bit mask (a-z and 0-9 one bit
+    each, any other letter one of the remaining 28): letters in one word's mask and not the other's
+    are letters the words do not share, so the mask bound never drops a true near miss."""
+
+    def __init__(self, vocab: AbstractSet[str]) -> None:
+        by_length: dict[int, list[str]] = {}
+        for v in vocab:
+            by_length.setdefault(len(v), []).append(v)
+        self.words = {n: sorted(ws) for n, ws in by_length.items()}
+        self.masks = {n: np.array([_mask(w) for w in ws], dtype=np.uint64) for n, ws in self.words.items()}
+
+    @staticmethod
+    @functools.lru_cache(maxsize=8)
+    def of(vocab: frozenset[str]) -> _LetterIndex:
+        return _LetterIndex(vocab)
+
+    def candidates(self, word: str, edits: int) -> list[str]:
+        mask = np.uint64(_mask(word))
+        out: list[str] = []
+        for n in range(len(word) - edits, len(word) + edits + 1):
+            if n in self.masks:
+                close = np.flatnonzero(np.bitwise_count(self.masks[n] ^ mask) <= 2 * edits)
+                out.extend(self.words[n][i] for i in close)
+        return out
+
+
+def _mask(word: str) -> int:
+    bits = 0
+    for ch in set(word):
+        if "a" <= ch <= "z":
+            bits |= 1 << (ord(ch) - 97)
+        elif "0" <= ch <= "9":
+            bits |= 1 << (ord(ch) - 48 + 26)
+        else:
+            bits |= 1 << (36 + ord(ch) % 28)
+    return bits
 
 
 def _within(a: str, b: str, edits: int) -> bool:

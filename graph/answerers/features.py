@@ -225,10 +225,17 @@ def _fold(text: str) -> str:
     if text.isascii():
         return text
     # Latin letters only: decomposing Arabic would split a hamza from its alef.
-    return "".join(ch if ord(ch) >= 0x0370 else "".join(c for c in unicodedata.normalize("NFKD", ch)
-                                                         if not unicodedata.combining(c)) for ch in text)
+    return _LATIN_NON_ASCII.sub(_without_accents, text)
 
 
+_LATIN_NON_ASCII = re.compile(r"[\u0080-\u036f]+")
+
+
+def _without_accents(m: re.Match[str]) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", m.group()) if not unicodedata.combining(c))
+
+
+@functools.lru_cache(maxsize=65536)
 def stem(token: str) -> str:
     """Just enough English stemming for overlap: units/unit, days/day, taxes/tax, executives/executive,
     booking/book."""

@@ -6,6 +6,7 @@ The CrossEncoder is a tiny randomly initialised BERT built here from the bundled
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from retrieval.rerank import (
     COVERAGE_FLOOR,
     GLOSSARY_COVERAGE_FLOOR,
     GLOSSARY_GROUPS,
+    INDEXED_VOCABULARY,
     UNKNOWN_TERM_FACTOR,
     Candidate,
     CrossEncoderReranker,
@@ -123,6 +125,22 @@ def test_near_misses_are_one_edit_for_short_words_and_two_for_long_ones() -> Non
     assert near_miss("susbtance", vocab) and near_miss("charecterized", vocab) and near_miss("fall", vocab)
     assert not near_miss("retial", vocab)  # six letters, two edits away
     assert not near_miss("wholesale", vocab)
+
+
+def test_a_whole_tenant_vocabulary_is_searched_through_its_index_with_the_same_answers() -> None:
+    # Thousands of words (what graph/coverage.py asks about a tenant's documents): the indexed
+    # search must find every near miss the plain scan finds, and nothing else.
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyzéü0123456789-'"
+    words = {"".join(rng.choice(letters[:26]) for _ in range(rng.randint(3, 12))) for _ in range(4000)}
+    words |= {"reimbursement", "coworking", "bereavement", "ramadan", "naïve", "covid-19", "o'brien"}
+    vocab = frozenset(words)
+    assert len(vocab) >= INDEXED_VOCABULARY
+    probes = ["reimbursment", "cowrking", "bereavment", "ramadhan", "naive", "covid19", "obrien", "wholesale",
+              *(w[:2] + w[3:] for w in sorted(words)[:150]), *(w[::-1] for w in sorted(words)[-150:])]
+    scanned = [near_miss(p, set(vocab)) for p in probes]  # a plain set is scanned word by word
+    assert [near_miss(p, vocab) for p in probes] == scanned
+    assert sum(scanned) > 100 and not all(scanned)
 
 
 def test_missing_vectors_or_no_comparable_vector_score_zero(embedder: Embedder) -> None:
