@@ -30,9 +30,11 @@ One passage the answer would quote from (at or above the floor, and within QUOTE
 best) must contain every distinguishing term (or an alias or a
 common equivalent: "holiday" is leave, "doctor's note" a medical certificate); otherwise the
 turn escalates as `below_score_floor`, with the missing terms in the trace. Across languages or
-in Arabic there are no shared words to count, except the tenant's names, which both spell alike
-("… في 37signals؟" over another company's page escalates); the reranker's multilingual scores and
-the floor apply there as before.
+in Arabic there are few shared words to count: the tenant's names, which both spell alike ("… في
+37signals؟" over another company's page escalates), and, over English evidence, the qualifiers the
+glossary (retrieval/glossary.py) gives in English ("… عند نفوق كلبي؟" asks about a pet) and the
+places, by their English names ("… في دبي؟" is Dubai); the
+reranker's multilingual scores and the floor apply there as before.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from dataclasses import dataclass
 
 from graph.answerers import features
 from graph.tenant_names import BRAND, WORD, Names, word_key
+from retrieval.glossary import english_groups
 from retrieval.language import detect_language
 from retrieval.rerank import near_miss
 from retrieval.search import Passage
@@ -108,6 +111,8 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     names = names or {}
     if detect_language(question) != "en" or any(p.lang != "en" for p in fit):
         wanted = _names_written_in_latin(question, names)
+        if all(p.lang == "en" for p in fit):
+            wanted |= _translated_qualifiers(question) | features.arabic_places(question)
     else:
         wanted = _distinguishing(question, passages, names) | _unknown_names(question, words) | _asked_item(question)
     if not wanted:
@@ -221,6 +226,18 @@ def _names_written_in_latin(question: str, names: Names) -> dict[str, frozenset[
     "… in GitLab")."""
     return {word: frozenset(features.tokens(word)) for word in _LATIN_WORD.findall(question)
             if word_key(word) in names and features.tokens(word)}
+
+
+def _translated_qualifiers(question: str) -> dict[str, frozenset[str]]:
+    """The qualifiers of a question in another language, as the glossary gives them in English
+    (retrieval/glossary.py): "… عند نفوق كلبي؟" asks about a dog (a pet), "المتعاقدون" about
+    contractors. English evidence without the word answers a neighbouring question, as in English."""
+    out: dict[str, frozenset[str]] = {}
+    for group in english_groups(question):
+        terms = {t for word in group for t in features.tokens(word) if t in QUALIFIERS}
+        if terms:
+            out[" / ".join(group)] = frozenset(terms | {e for t in terms for e in EQUIVALENTS.get(t, ())})
+    return out
 
 
 def _distinguishing(question: str, passages: Sequence[Passage], names: Names) -> dict[str, frozenset[str]]:

@@ -210,14 +210,20 @@ def _question_terms(question: str) -> frozenset[str]:
 
 def _arabic_places(text: str) -> frozenset[str]:
     """The places an Arabic text names, as `places(…, widen=True)` gives them for English text."""
+    return frozenset().union(*arabic_places(text).values())
+
+
+def arabic_places(text: str) -> dict[str, frozenset[str]]:
+    """Each place an Arabic text names, by its English name, with its terms as `places(…, widen=True)`
+    gives them for English text ("دبي" is Dubai: the city and the United Arab Emirates)."""
     arabic = normalise(text)
-    out: set[str] = set()
-    for name in {name for name, pattern in _ARABIC_PLACE if pattern.search(arabic)}:
+    out: dict[str, frozenset[str]] = {}
+    for name in sorted({name for name, pattern in _ARABIC_PLACE if pattern.search(arabic)}):
         if name in _CITIES:
-            out |= {f"city:{name}", f"country:{_ALIAS[name]}"}
+            out[name] = frozenset({f"city:{name}", f"country:{_ALIAS[name]}"})
         else:
-            out.add(f"country:{_ALIAS[name]}")
-    return frozenset(out)
+            out[name] = frozenset({f"country:{_ALIAS[name]}"})
+    return out
 
 
 def _fold(text: str) -> str:

@@ -154,9 +154,25 @@ def test_answerable_questions_pass_the_gate(question: str, passages: list[Passag
     assert find_gap(question, passages, min_score=0.3) is None
 
 
-def test_across_languages_the_gate_reads_only_the_tenant_s_names() -> None:
+def test_across_languages_the_gate_reads_the_tenant_s_names_and_the_qualifiers_the_glossary_translates() -> None:
     arabic = passage("يحق لك ترحيل 5 أيام.", heading="سياسة الإجازات", title="سياسة الإجازات", lang="ar")
     assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [arabic], min_score=0.3) is None
+    # Over an English page, the qualifier of an Arabic question counts as its English word does.
+    gap = find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [CARRY], min_score=0.3)
+    assert gap is not None and gap.missing == ("sick / leave",)
+    assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [SICK], min_score=0.3) is None
+    bereavement = passage("You may take up to 5 days of paid leave when a close family member dies.",
+                          heading="Leave Policy > Bereavement Leave")
+    gap = find_gap("كم يوم إجازة أحصل عليه عند نفوق كلبي؟", [bereavement], min_score=0.3)
+    assert gap is not None and gap.missing == ("pet / dog / cat",)
+    assert find_gap("كم يوم إجازة أحصل عليه عند وفاة أحد أفراد عائلتي؟", [bereavement], min_score=0.3) is None
+    # …and so does a place, where the page tells places apart.
+    hotels = passage("City | Nightly limit\nBoston | USD 250\nLondon | GBP 200", heading="Travel > Hotels",
+                     title="Travel", doc="finance/travel")
+    gap = find_gap("ما الحد الأقصى لليلة في الفندق في دنفر؟", [hotels], min_score=0.3)
+    assert gap is not None and gap.missing == ("denver",)
+    assert find_gap("ما الحد الأقصى لليلة في الفندق في بوسطن؟", [hotels], min_score=0.3) is None
+    assert find_gap("ما الحد الأقصى لليلة في الفندق في دنفر؟", [HOTELS], min_score=0.3) is None  # any other city
     names = {"globex": frozenset({"globex/security"}), "acme": frozenset({"hr/leave"})}
     gap = find_gap("كم يومًا يمكنني ترحيلها في Globex؟", [CARRY], min_score=0.3, names=names)
     assert gap is not None and gap.missing == ("Globex",)
