@@ -43,6 +43,12 @@ ML_COVERAGE_FLOOR = 0.2
 GLOSSARY_COVERAGE_FLOOR = 0.7
 # query_vecs key: the BM25 terms of each glossary word group (retrieval/search.py puts them there)
 GLOSSARY_GROUPS = "glossary_groups"
+# query_vecs key: MiniLM's vector of those English words, for a question the glossary knows well
+# (retrieval/search.py: `glossary_query`). An English chunk scores the better of two readings: the
+# multilingual vector of the question as asked, and MiniLM's of its English words read as an English
+# question. On the answers bench's tune split the expenses page then ranks first for "كم يمكنني أن
+# أصرف على الطعام في اليوم أثناء سفري للعمل؟" (a remote-work page did); XQuAD is unchanged.
+GLOSSARY_DENSE = "glossary_dense"
 # A question that matches some chunk on every term but one, where that one term occurs in none of
 # the same-language candidates: the BM25 legs put any chunk containing a rare term near the top,
 # so the term is, in practice, absent from what the caller may read, and it is what makes the
@@ -246,9 +252,12 @@ class SentenceReranker:
                 if query_vecs.get("dense_ml") is not None else None)
         terms = query_terms(query_vecs, language)
         groups: Sequence[AbstractSet[int]] = query_vecs.get(GLOSSARY_GROUPS) or ()
+        q_gl = (np.asarray(query_vecs[GLOSSARY_DENSE], dtype=np.float32)
+                if query_vecs.get(GLOSSARY_DENSE) is not None else None)
         # Coverage counts what the question asks about; the unknown-term rule below keeps every
         # term (its "short question" is counted in the terms it was tuned on).
-        scores = [self._one(c, language, q_en, q_ml, content_terms(terms, language), groups) for c in candidates]
+        scores = [self._one(c, language, q_en, q_ml, content_terms(terms, language), groups, q_gl)
+                  for c in candidates]
         unknown = unknown_terms(terms, language, candidates)
         known = terms - unknown
         if len(unknown) != 1 or not 2 <= len(known) <= UNKNOWN_TERM_MAX_KNOWN:
@@ -260,7 +269,7 @@ class SentenceReranker:
         return [s * UNKNOWN_TERM_FACTOR for s in scores]
 
     def _one(self, cand: Candidate, language: str, q_en: np.ndarray | None, q_ml: np.ndarray | None,
-             terms: set[int], groups: Sequence[AbstractSet[int]] = ()) -> float:
+             terms: set[int], groups: Sequence[AbstractSet[int]] = (), q_gl: np.ndarray | None = None) -> float:
         row = cand.vectors
         if row is None:
             return 0.0
@@ -278,6 +287,12 @@ class SentenceReranker:
             floor = ML_COVERAGE_FLOOR
             best = float((sents @ q_ml).max()) if same_space else chunk_cos
             base = ML_SCALE * (ML_SENTENCE_WEIGHT * best + (1 - ML_SENTENCE_WEIGHT) * chunk_cos) + ML_SHIFT
+            if q_gl is not None and cand.lang == "en":
+                chunk = unpack_vectors(row["chunk_vec"], row["dim"])
+                en_chunk = float(chunk[0] @ q_gl) if chunk is not None else 0.0
+                en_best = float((sents @ q_gl).max()) if sents is not None and len(sents) \
+                    and sents.shape[1] == q_gl.shape[0] else en_chunk
+                base = max(base, SENTENCE_WEIGHT * en_best + (1 - SENTENCE_WEIGHT) * en_chunk)
         else:  # an Arabic question with the multilingual model switched off: no comparable vector
             return 0.0
         same_language = language == cand.lang or language == "mixed"

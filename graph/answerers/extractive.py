@@ -2,7 +2,9 @@
 
 From the passages at or above the score floor (at most 3), every body sentence is scored against the
 question: cosine similarity (MiniLM for English, the multilingual encoder when the question or a
-passage is not English) plus what graph/answerers/features.py reads off the sentence (the
+passage is not English; an English sentence keeps the better of that and MiniLM's cosine with the
+English words of an Arabic question the glossary knows well, see retrieval/search.py's
+`glossary_query`) plus what graph/answerers/features.py reads off the sentence (the
 question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
 little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate. The best
 sentence is kept with the neighbours that give it its scope (its exception, the population or the
@@ -42,7 +44,7 @@ from graph.validate import validate_answer
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
 from retrieval.language import detect_language
 from retrieval.rerank import unpack_vectors
-from retrieval.search import Passage
+from retrieval.search import Passage, glossary_query
 from retrieval.sentences import body_of, split_sentences
 
 MAX_PASSAGES = 3
@@ -156,15 +158,19 @@ class ExtractiveAnswerer:
 
     async def _score_all(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                          multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
+        english: dict[str, np.ndarray] = {}
         if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
             exact = {**await self._prepared(passages, multilingual=True),
                      **await self._stored(passages, DENSE_SIZES[DENSE_ML])}
             approx: dict[str, np.ndarray] = {}
+            if glossary_query(question):  # …and MiniLM's of the English ones, for its English words
+                english = await self._prepared(passages)
         else:
             exact = await self._prepared(passages)
             approx = {} if all(s.scored_text in exact for s in sentences) else \
                 await self._stored(passages, DENSE_SIZES[DENSE])
-        return await asyncio.to_thread(self._score, question, sentences, passages, multilingual, exact, approx)
+        return await asyncio.to_thread(self._score, question, sentences, passages, multilingual, exact, approx,
+                                       english)
 
     async def _stored(self, passages: Sequence[Passage], dim: int) -> dict[str, np.ndarray]:
         """Sentence vectors stored at ingestion for these passages, keyed by sentence text, if they are
@@ -184,13 +190,17 @@ class ExtractiveAnswerer:
 
     def _score(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                multilingual: bool, exact: Mapping[str, np.ndarray],
-               approx: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+               approx: Mapping[str, np.ndarray], english: Mapping[str, np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
         """Total score and cosine per sentence. `exact` vectors are used as they are; English
         sentences without one are shortlisted with the `approx` ones, and a sentence left off the
         shortlist scores -inf."""
         rest = _features(question, sentences, passages)
         encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
         q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
+        english = english or {}
+        gq = glossary_query(question) if english else None
+        q_gl = np.asarray(self.embedder.encode_sentences([gq]), dtype=np.float32)[0] if gq else None
         cosine = np.full(len(sentences), -1.0, dtype=np.float32)
         total = np.full(len(sentences), -np.inf, dtype=np.float32)
 
@@ -200,6 +210,8 @@ class ExtractiveAnswerer:
             vecs = dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True)) if fresh else {}
             for i in indices:
                 cosine[i] = float(exact.get(sentences[i].scored_text, vecs.get(sentences[i].scored_text)) @ q)
+                if q_gl is not None and sentences[i].scored_text in english:
+                    cosine[i] = max(cosine[i], float(english[sentences[i].scored_text] @ q_gl))
                 total[i] = cosine[i] + rest[i]
 
         ready = {i for i, s in enumerate(sentences) if s.scored_text in exact}

@@ -9,9 +9,9 @@ import pytest
 
 from bot.services import Services
 from graph.answerers import AnswerRequest
-from graph.answerers.extractive import SHORTLIST, ExtractiveAnswerer, prepare_answer_vectors
+from graph.answerers.extractive import SHORTLIST, ExtractiveAnswerer, _candidates, prepare_answer_vectors
 from retrieval.embed import Embedder
-from retrieval.search import Passage
+from retrieval.search import Passage, glossary_query
 from retrieval.sentences import body_of, split_sentences
 
 pytestmark = pytest.mark.slow
@@ -149,3 +149,32 @@ async def test_the_answer_reuses_the_scoring_of_the_closest_sentence(embedder: E
     assert len(counting.encoded) == encoded  # nothing encoded a second time
     other = ExtractiveAnswerer(embedder=embedder)  # and the answer is the one a fresh answerer gives
     assert (await other.respond(request)).message.content == shown
+
+
+async def test_an_arabic_question_the_glossary_knows_is_also_read_in_english_over_an_english_page(
+        embedder: Embedder) -> None:
+    """Each English sentence scores the better of the multilingual reading of the question and
+    MiniLM's reading of its English words (retrieval/search.py: glossary_query)."""
+    text = ("# Travel Expenses\n\nYour working day on a trip starts when you leave home. Meals while travelling on"
+            " company business are reimbursable up to USD 100 per day. Keep the receipts for every day of travel."
+            " Laundry on trips of five nights or more is reimbursable.\n")
+    passage = Passage(chunk_id="t:finance/expenses:v1:0000", doc_id="finance/expenses", version="v1",
+                      title="Travel Expenses", source_path="expenses.md", page=None, heading="Travel Expenses",
+                      text=text, score=0.6, rrf=0.03, owner=None, policy_id=None, lang="en")
+    candidates = [s.scored_text for s in _candidates(text)]
+    row = {"texts": json.dumps(candidates), "dim": 384, "vecs": embedder.encode_standalone(candidates)
+           .astype(np.float16).tobytes(), "ml_dim": 512,
+           "ml_vecs": embedder.encode_multilingual(candidates).astype(np.float16).tobytes()}
+
+    async def prepared(ids):
+        return {i: row for i in ids}
+
+    question = "كم يمكنني أن أصرف على الطعام في اليوم أثناء سفري للعمل؟"
+    counting = CountingEmbedder(embedder)
+    answerer = ExtractiveAnswerer(embedder=counting, prepared_vectors=prepared)
+    draft = await answerer.respond(AnswerRequest(question=question, language="ar", passages=[passage],
+                                                 min_score=0.3, messages=[]))
+    assert "USD 100 per day" in draft.message.content.splitlines()[0]
+    assert [glossary_query(question)] in counting.encoded  # its English words were read as a question
+    english = "How much can I spend on food a day when I travel for work?"
+    assert glossary_query(english) is None
