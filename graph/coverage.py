@@ -11,7 +11,8 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   ("at gitlab", "37signals people"); a passage with a catch-all ("any other city", "all staff")
   covers any place or name;
 - qualifiers from a short list of words that change who or what a rule is for (contractor,
-  intern, part-time, wholesale, sick, pet, …);
+  intern, part-time, wholesale, sick, pet, …) or when it applies (summer, winter: "4-day weeks in
+  the *summer*" over the weekly-hours rule);
 - section words: a word of the question that heads a section of the passages retrieved ("Sick
   Leave", "Carry-Over"): the collection has a section about it, so it is what was asked about;
 - years and decades ("the 2024 rate", "in the 1970s"): a passage about another year answers
@@ -33,7 +34,8 @@ common equivalent: "holiday" is leave, "doctor's note" a medical certificate); o
 turn escalates as `below_score_floor`, with the missing terms in the trace. Across languages or
 in Arabic there are no shared words to count, except the tenant's names, which both spell alike
 ("… في 37signals؟" over another company's page escalates); the reranker's multilingual scores and
-the floor apply there as before.
+the floor apply there as before. An Arabic question over English evidence also counts its qualifiers as
+the glossary reads them ("لعملاء الجملة", wholesale customers, over the shoppers' returns rule).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from dataclasses import dataclass
 
 from graph.answerers import features
 from graph.tenant_names import BRAND, WORD, Names, word_key
+from retrieval.glossary import english_groups
 from retrieval.language import detect_language
 from retrieval.rerank import near_miss
 from retrieval.search import Passage
@@ -58,7 +61,7 @@ QUALIFIERS = frozenset(features.stem(w) for w in (
     "consultants apprentice apprentices student students volunteer volunteers probation part-time parttime "
     "wholesale corporate b2b franchise reseller resellers distributor distributors sick sickness maternity paternity adoption sabbatical unpaid jury study compassionate pet pets "
     "dog dogs cat cats grandparent cousin cousins niece nephew in-law in-laws friend friends international "
-    "domestic overseas executive executives board director directors").split())
+    "domestic overseas executive executives board director directors summer winter autumn").split())
 # Everyday words staff use for what policies name otherwise.
 EQUIVALENTS: dict[str, frozenset[str]] = {
     features.stem(k): frozenset(features.stem(v) for v in vs.split()) for k, vs in {
@@ -112,6 +115,8 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     names = names or {}
     if detect_language(question) != "en" or any(p.lang != "en" for p in fit):
         wanted = _names_written_in_latin(question, names)
+        if all(p.lang == "en" for p in fit):
+            wanted |= _qualifiers_read_in_english(question)
     else:
         wanted = _distinguishing(question, passages, names) | _unknown_names(question, words) | _asked_item(question)
     if not wanted:
@@ -258,6 +263,18 @@ def _names_written_in_latin(question: str, names: Names) -> dict[str, frozenset[
     "… in GitLab")."""
     return {word: frozenset(features.tokens(word)) for word in _LATIN_WORD.findall(question)
             if word_key(word) in names and features.tokens(word)}
+
+
+def _qualifiers_read_in_english(question: str) -> dict[str, frozenset[str]]:
+    """The qualifiers an Arabic question names, as the glossary reads them in English ("لعملاء
+    الجملة" is wholesale customers, "الإجازة المرضية" sick leave): English evidence must hold them,
+    as it must for the question asked in English."""
+    out: dict[str, frozenset[str]] = {}
+    for group in english_groups(question):
+        terms = frozenset(features.stem(w) for w in group if features.stem(w) in QUALIFIERS)
+        if terms:
+            out[min(w for w in group if features.stem(w) in terms)] = terms
+    return out
 
 
 def _distinguishing(question: str, passages: Sequence[Passage], names: Names) -> dict[str, frozenset[str]]:
