@@ -180,6 +180,9 @@ _PREPOSITIONS = frozenset("for at in on when while if during after before from w
 _NOT_AN_ITEM = frozenset(features.stem(w) for w in (
     "it this that these those them cost costs expense expenses fee fees thing things stuff bill bills "
     "company business work team member members staff employee employees people you i we").split())
+# "Pay" as a noun ("the pay gap", "pay bands"): what follows is no item.
+_PAY_NOUNS = frozenset("gap gaps rise rises raise raises grade grades period periods slip slips day cut cuts scale "
+                       "scales band bands range ranges review reviews structure transparency equity".split())
 # What one pays for access to something else: "a membership at a co-working space" asks about the
 # space, "a gym membership" about the gym.
 _CONTAINERS = frozenset(features.stem(w) for w in "membership memberships subscription subscriptions".split())
@@ -203,8 +206,8 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
     subscription is read by what it is for ("a membership at a co-working *space*", "a *gym*
     membership"); a rate or the asker's own clause is not part of the thing ("my *hotel* per night",
     "*glasses* I need for screen work"), and a time is not a thing ("each month for a coworking
-    *space*"). Not when the asker would pay ("do I have to pay for the new one?"), nor when the
-    thing is only a pronoun ("the new one")."""
+    *space*"). Not when the asker would pay ("do I have to pay for the new one?"), when the thing is
+    only a pronoun ("the new one"), nor when pay is a noun ("how do pay bands work?")."""
     if _ASKER_PAYS.search(question):
         return {}
     for pattern in _PAID_ITEM:
@@ -214,6 +217,8 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
         item, rest = _ITEM_END.sub("", m["item"]), question[m.end("item"):]
         if not item or item.split()[0].lower() in _PREPOSITIONS or features.places(item):
             continue  # "… health cover in Australia": a noun, not the verb; places are checked apart
+        if item.split()[0].lower() in _PAY_NOUNS and question[:m.start("item")].lower().endswith(("pay ", "pays ")):
+            continue  # "does a gender pay gap …", "how do pay bands work": pay as a noun
         if _TIME_ITEM.fullmatch(item):
             # "… expense each month for a coworking space": the thing is what the money is for.
             found = _COMPLEMENT.match(rest)

@@ -91,6 +91,20 @@ def test_the_thing_read_from_the_whole_phrase_must_still_be_in_the_evidence(ques
     assert gap is not None and gap.missing == (missing,)
 
 
+SALARIES = passage("Salaries are set from a market benchmark for each role and level, reviewed every April.",
+                   "Pay > How Salaries Are Set", doc="hr/pay")
+
+
+@pytest.mark.parametrize("question", ["How do pay bands work here?", "When does a pay rise take effect?"])
+def test_pay_as_a_noun_asks_for_no_item(question: str) -> None:
+    assert find_gap(question, [SALARIES], min_score=0.3) is None
+
+
+def test_pay_as_the_verb_still_asks_for_its_item() -> None:
+    gap = find_gap("Will the company pay for a gap year?", [SALARIES], min_score=0.3)
+    assert gap is not None and gap.missing == ("gap year",)
+
+
 OFFICES = passage("Our offices are open 07:00 to 20:00 in Boston, London and Dubai.", "Facilities > Opening Hours",
                   doc="ops/facilities")
 HOTELS = passage("City | Nightly limit\nBoston | USD 250\nAny other city | USD 180", "Travel > Hotels",
