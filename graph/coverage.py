@@ -11,7 +11,8 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   ("at gitlab", "37signals people"); a passage with a catch-all ("any other city", "all staff")
   covers any place or name;
 - qualifiers from a short list of words that change who or what a rule is for (contractor,
-  intern, part-time, wholesale, sick, pet, …);
+  intern, part-time, wholesale, sick, pet, …) or when it applies (summer, winter: "4-day weeks in
+  the *summer*" over the weekly-hours rule);
 - section words: a word of the question that heads a section of the passages retrieved ("Sick
   Leave", "Carry-Over"): the collection has a section about it, so it is what was asked about;
 - years and decades ("the 2024 rate", "in the 1970s"): a passage about another year answers
@@ -19,8 +20,9 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   dollar taxi", "a 12-hour flight" — and are not looked for.)
 - unknown names: a capitalised word (not a place) that no document of the tenant uses, nor a word
   a typing error away from one ("the Czerniakow river"): no passage can hold it;
-- the item of a "will you pay for …?" question, by its head word ("hearing *aids*", "a *book*"):
-  evidence that never mentions it says what is paid for, not whether this is.
+- the item of a "will you pay for …?" question, by its head word ("hearing *aids*", "a *book*"; for
+  a membership or subscription, what it is for: "a membership at a co-working *space*", "a *gym*
+  membership"): evidence that never mentions it says what is paid for, not whether this is.
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
 capitalised. Once the gate has passed, a question that names one of the tenant's names is answered
@@ -60,7 +62,7 @@ QUALIFIERS = frozenset(features.stem(w) for w in (
     "consultants apprentice apprentices student students volunteer volunteers probation part-time parttime "
     "wholesale corporate b2b franchise reseller resellers distributor distributors sick sickness maternity paternity adoption sabbatical unpaid jury study compassionate pet pets "
     "dog dogs cat cats grandparent cousin cousins niece nephew in-law in-laws friend friends international "
-    "domestic overseas executive executives board director directors").split())
+    "domestic overseas executive executives board director directors summer winter autumn").split())
 # Everyday words staff use for what policies name otherwise.
 EQUIVALENTS: dict[str, frozenset[str]] = {
     features.stem(k): frozenset(features.stem(v) for v in vs.split()) for k, vs in {
@@ -69,6 +71,9 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
+        # Things asked to be paid for, as staff say them and as policies write them.
+        "present": "gift", "gift": "present", "glasses": "eyewear spectacles eyeglasses",
+        "spectacles": "eyewear glasses eyeglasses", "eyeglasses": "eyewear glasses spectacles",
     }.items()}
 # A passage with one of these covers any place or population the question names.
 _CATCH_ALL = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
@@ -112,7 +117,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     if detect_language(question) != "en" or any(p.lang != "en" for p in fit):
         wanted = _names_written_in_latin(question, names)
         if all(p.lang == "en" for p in fit):
-            wanted |= _translated_qualifiers(question) | features.arabic_places(question)
+            wanted |= _qualifiers_read_in_english(question) | features.arabic_places(question)
     else:
         wanted = _distinguishing(question, passages, names) | _unknown_names(question, words) | _asked_item(question)
     if not wanted:
@@ -175,33 +180,71 @@ _PRONOUNS = frozenset("one ones it them this that these those mine ours".split()
 _PREPOSITIONS = frozenset("for at in on when while if during after before from with to as of by".split())
 _NOT_AN_ITEM = frozenset(features.stem(w) for w in (
     "it this that these those them cost costs expense expenses fee fees thing things stuff bill bills "
-    "company business work team member members staff employee employees you i we").split())
+    "company business work team member members staff employee employees people you i we").split())
+# "Pay" as a noun ("the pay gap", "pay bands"): what follows is no item.
+_PAY_NOUNS = frozenset("gap gaps rise rises raise raises grade grades period periods slip slips day cut cuts scale "
+                       "scales band bands range ranges review reviews structure transparency equity".split())
+# What one pays for access to something else: "a membership at a co-working space" asks about the
+# space, "a gym membership" about the gym.
+_CONTAINERS = frozenset(features.stem(w) for w in "membership memberships subscription subscriptions".split())
+# Where the item stops: a rate ("my hotel per night"), or the asker's own clause ("glasses I need for
+# screen work").
+_ITEM_END = re.compile(r"\s+(?:per|each|every|a|an)\s+(?:day|night|week|month|year|trip)\b.*|"
+                       r"\s+(?:i|we|you|they)\b.*", re.IGNORECASE)
+# A time, not a thing: "how much can I expense each month for a coworking space?".
+_TIME_ITEM = re.compile(r"(?:each|every|per|a|an|this|next|last)\s+(?:day|night|week|month|quarter|year|trip)",
+                        re.IGNORECASE)
+# What the item is for or at ("… at a co-working space", "… for a coworking space").
+_COMPLEMENT = re.compile(r"\s+(?:at|for|to|of|in)\s+(?:(?:a|an|the|my|our|some) )*" + _ITEM +
+                         r"(?= (?:for|at|in|on|when|while|if|during|after|before|from|with|to|as|that|which|of)\b|"
+                         r"[?.!,]|$)", re.IGNORECASE)
 
 
 def _asked_item(question: str) -> dict[str, frozenset[str]]:
     """The thing a "will you pay for …?" question asks to have paid ("hearing aids", "a book"), by
-    its head word ("professional *movers*"; "wifi or internet *access*": either), any of which (or a
-    common equivalent) a passage must hold. Not when the asker would pay ("do I have to pay for
-    the new one?"), nor when the thing is only a pronoun ("the new one")."""
+    its head word ("professional *movers*"; "wifi or internet *access*", "a *desk* and *chair*": either),
+    any of which (or a common equivalent: a present is a gift) a passage must hold. A membership or
+    subscription is read by what it is for ("a membership at a co-working *space*", "a *gym*
+    membership"); a rate or the asker's own clause is not part of the thing ("my *hotel* per night",
+    "*glasses* I need for screen work"), and a time is not a thing ("each month for a coworking
+    *space*"). Not when the asker would pay ("do I have to pay for the new one?"), when the thing is
+    only a pronoun ("the new one"), nor when pay is a noun ("how do pay bands work?")."""
     if _ASKER_PAYS.search(question):
         return {}
     for pattern in _PAID_ITEM:
         m = pattern.search(question)
         if m is None:
             continue
-        if m["item"].split()[0].lower() in _PREPOSITIONS or features.places(m["item"]):
+        item, rest = _ITEM_END.sub("", m["item"]), question[m.end("item"):]
+        if not item or item.split()[0].lower() in _PREPOSITIONS or features.places(item):
             continue  # "… health cover in Australia": a noun, not the verb; places are checked apart
+        if item.split()[0].lower() in _PAY_NOUNS and question[:m.start("item")].lower().endswith(("pay ", "pays ")):
+            continue  # "does a gender pay gap …", "how do pay bands work": pay as a noun
+        if _TIME_ITEM.fullmatch(item):
+            # "… expense each month for a coworking space": the thing is what the money is for.
+            found = _COMPLEMENT.match(rest)
+            if found is None:
+                return {}
+            item, rest = _ITEM_END.sub("", found["item"]), rest[found.end("item"):]
         heads: set[str] = set()
-        for alternative in m["item"].split(" or "):
+        for alternative in re.split(r" (?:or|and) ", item):
             words = alternative.split()
+            if not words:
+                continue
             if words[-1].lower() in _PRONOUNS:
                 return {}  # "the new one": what it is, the question does not say
             while words and features.tokens(words[-1]) <= _NOT_AN_ITEM:
                 words.pop()  # "bank fees": the bank
+            if len(words) > 1 and features.tokens(words[-1]) <= _CONTAINERS:
+                words.pop()  # "a gym membership": the gym
+            elif words and features.tokens(words[-1]) <= _CONTAINERS:
+                found = _COMPLEMENT.match(rest)  # "a membership at a co-working space": the space
+                if found is not None and _ITEM_END.sub("", found["item"]).split():
+                    item, words = f"{item}{rest[:found.end('item')]}", _ITEM_END.sub("", found["item"]).split()
             if words:
                 heads |= features.tokens(words[-1])
         if heads:
-            return {m["item"]: frozenset(heads | {e for t in heads for e in EQUIVALENTS.get(t, ())})}
+            return {item: frozenset(heads | {e for t in heads for e in EQUIVALENTS.get(t, ())})}
     return {}
 
 
@@ -228,15 +271,17 @@ def _names_written_in_latin(question: str, names: Names) -> dict[str, frozenset[
             if word_key(word) in names and features.tokens(word)}
 
 
-def _translated_qualifiers(question: str) -> dict[str, frozenset[str]]:
-    """The qualifiers of a question in another language, as the glossary gives them in English
-    (retrieval/glossary.py): "… عند نفوق كلبي؟" asks about a dog (a pet), "المتعاقدون" about
-    contractors. English evidence without the word answers a neighbouring question, as in English."""
+def _qualifiers_read_in_english(question: str) -> dict[str, frozenset[str]]:
+    """The qualifiers an Arabic question names, as the glossary reads them in English ("لعملاء
+    الجملة" is wholesale customers, "الإجازة المرضية" sick leave, "نفوق كلبي" a dog's death: a pet):
+    English evidence must hold them (or a common equivalent), as it must for the question asked in
+    English."""
     out: dict[str, frozenset[str]] = {}
     for group in english_groups(question):
-        terms = {t for word in group for t in features.tokens(word) if t in QUALIFIERS}
-        if terms:
-            out[" / ".join(group)] = frozenset(terms | {e for t in terms for e in EQUIVALENTS.get(t, ())})
+        words = [w for w in group if features.stem(w) in QUALIFIERS]
+        if words:
+            terms = {features.stem(w) for w in words}
+            out[" / ".join(words)] = frozenset(terms | {e for t in terms for e in EQUIVALENTS.get(t, ())})
     return out
 
 

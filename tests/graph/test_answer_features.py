@@ -159,7 +159,7 @@ def test_across_languages_the_gate_reads_the_tenant_s_names_and_the_qualifiers_t
     assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [arabic], min_score=0.3) is None
     # Over an English page, the qualifier of an Arabic question counts as its English word does.
     gap = find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [CARRY], min_score=0.3)
-    assert gap is not None and gap.missing == ("sick / leave",)
+    assert gap is not None and gap.missing == ("sick",)
     assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [SICK], min_score=0.3) is None
     bereavement = passage("You may take up to 5 days of paid leave when a close family member dies.",
                           heading="Leave Policy > Bereavement Leave")

@@ -56,6 +56,55 @@ def test_a_question_about_what_the_evidence_does_pay_for_passes(question: str, e
     assert find_gap(question, [evidence], min_score=0.3) is None
 
 
+COWORKING = passage("A coworking space near home is reimbursable up to USD 250 monthly. Glasses or contact lenses "
+                    "prescribed for screen work are reimbursed once every two years.", "Expenses > Remote Work",
+                    doc="finance/remote")
+PERKS = passage("Professional memberships relevant to your role are reimbursed. A gift for a host who puts you up "
+                "during a business trip is reimbursable up to USD 40. Eye tests and eyewear for screen work are paid "
+                "for.", "Expenses > Other Claims", doc="finance/other")
+
+
+@pytest.mark.parametrize(("question", "evidence"), [
+    ("Will the company pay for a membership at a co-working space?", COWORKING),  # the space is the thing
+    ("How much can I expense each month for a coworking space?", COWORKING),  # "each month": when, not what
+    ("will the company pay for glasses I need for screen work?", COWORKING),  # "I need …": the asker's clause
+    ("Can I expense a thank-you present for my host?", PERKS),  # a present is a gift
+    ("Will they pay for glasses for screen work?", PERKS),  # glasses are eyewear
+    ("Does the company pay for a desk and chair for my home office?",
+     passage("Each new hire gets USD 500 for a desk for the home office.", "Perks > Home Office", doc="hr/perks")),
+])
+def test_the_thing_is_read_from_the_whole_phrase(question: str, evidence: Passage) -> None:
+    assert find_gap(question, [evidence], min_score=0.3) is None
+
+
+@pytest.mark.parametrize(("question", "evidence", "missing"), [
+    # A membership passage does not answer about a gym, nor about the co-working space.
+    ("Will they pay for a gym membership?", PERKS, "gym membership"),
+    ("Will the company pay for a membership at a co-working space?", PERKS, "membership at a co-working space"),
+    ("How much can I expense each month for a coworking space?", PERKS, "coworking space"),
+    ("will the company pay for glasses I need for screen work?", TRAVEL, "glasses"),
+    ("Can I expense a thank-you present for my host?", TRAVEL, "thank-you present"),
+])
+def test_the_thing_read_from_the_whole_phrase_must_still_be_in_the_evidence(question: str, evidence: Passage,
+                                                                             missing: str) -> None:
+    gap = find_gap(question, [evidence], min_score=0.3)
+    assert gap is not None and gap.missing == (missing,)
+
+
+SALARIES = passage("Salaries are set from a market benchmark for each role and level, reviewed every April.",
+                   "Pay > How Salaries Are Set", doc="hr/pay")
+
+
+@pytest.mark.parametrize("question", ["How do pay bands work here?", "When does a pay rise take effect?"])
+def test_pay_as_a_noun_asks_for_no_item(question: str) -> None:
+    assert find_gap(question, [SALARIES], min_score=0.3) is None
+
+
+def test_pay_as_the_verb_still_asks_for_its_item() -> None:
+    gap = find_gap("Will the company pay for a gap year?", [SALARIES], min_score=0.3)
+    assert gap is not None and gap.missing == ("gap year",)
+
+
 OFFICES = passage("Our offices are open 07:00 to 20:00 in Boston, London and Dubai.", "Facilities > Opening Hours",
                   doc="ops/facilities")
 HOTELS = passage("City | Nightly limit\nBoston | USD 250\nAny other city | USD 180", "Travel > Hotels",

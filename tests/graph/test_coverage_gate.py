@@ -1,0 +1,46 @@
+"""The gate's distinguishing terms beyond "will you pay for …?" items (graph/coverage.py): a season
+a rule is asked for, and the qualifiers of an Arabic question read over English evidence."""
+
+from __future__ import annotations
+
+from graph.coverage import find_gap
+from tests.graph.test_coverage_items import passage
+
+WORKING_TIME = passage("Full-time staff work 40 hours a week, Monday to Friday. Part of the week may be worked from "
+                       "home with your manager's agreement.", "Working Time > Weekly Hours", doc="hr/working-time")
+SUMMER_HOURS = passage("From June to August we work a 32-hour week: Friday afternoons are off for everyone.",
+                       "Working Time > Summer Hours", doc="hr/working-time")
+RETURNS = passage("Shoppers may return an unused item within 30 days with a receipt for a full refund.",
+                  "Returns > Store Customers", doc="retail/returns")
+WHOLESALE = passage("Wholesale customers may return unopened stock within 14 days for a credit note.",
+                    "Returns > Wholesale Accounts", doc="retail/returns")
+SICK = passage("Staff get 10 days of paid sick leave a year; from the fourth day a medical certificate is needed.",
+               "Leave > Sick Leave", doc="hr/leave")
+
+
+def test_a_season_the_evidence_never_names_is_missing() -> None:
+    gap = find_gap("do we get shorter weeks in the summer?", [WORKING_TIME], min_score=0.3)
+    assert gap is not None and gap.missing == ("summer",)
+    gap = find_gap("Are the office hours different in winter?", [WORKING_TIME], min_score=0.3)
+    assert gap is not None and gap.missing == ("winter",)
+
+
+def test_a_season_the_evidence_names_passes() -> None:
+    assert find_gap("how long is the working week in the summer?", [SUMMER_HOURS], min_score=0.3) is None
+    # Without a season in the question the weekly-hours rule answers.
+    assert find_gap("how many hours a week do full-time staff work?", [WORKING_TIME], min_score=0.3) is None
+
+
+def test_an_arabic_question_s_qualifier_must_be_in_english_evidence() -> None:
+    # "Do wholesale customers get a cash refund?" over the shoppers' returns rule.
+    gap = find_gap("هل يحصل عملاء الجملة على استرداد نقدي؟", [RETURNS], min_score=0.3)
+    assert gap is not None and gap.missing == ("wholesale",)
+    # "Are interns entitled to paid sick leave?" over the staff sick-leave rule: interns are not named.
+    gap = find_gap("هل يحق للمتدربين الحصول على إجازة مرضية مدفوعة؟", [SICK], min_score=0.3)
+    assert gap is not None and gap.missing == ("intern",)
+
+
+def test_an_arabic_question_whose_qualifiers_the_evidence_holds_passes() -> None:
+    assert find_gap("كم مدة إرجاع المنتجات لعملاء الجملة؟", [WHOLESALE], min_score=0.3) is None
+    # "How many days of sick leave do I get?": sick leave is what the passage is about.
+    assert find_gap("كم يوما من الإجازة المرضية أحصل عليها؟", [SICK], min_score=0.3) is None
