@@ -11,7 +11,8 @@ certificate?"). These cheap, deterministic features push the choice towards the 
   "Saudi Arabia", "UK" is "United Kingdom"), and the passage heading counts for half ("Sick Leave").
 - **answer kind**: "how many / how much / which day" wants a quantity, "when / until / by when" a
   date or period, "who" a person or team, "can I / do I need" a rule; a sentence of the wrong kind
-  loses, one of the right kind gains.
+  loses, one of the right kind gains (a date or a year is not a quantity: "effective July 27, 2023"
+  does not say how much).
 - **history**: a sentence that describes a superseded or not-yet-effective value ("which set a
   rate of USD 0.58 from 1 January 2025", "From 1 July 2027 …") is never the current answer.
 """
@@ -147,6 +148,14 @@ _NUMBER_WORD = re.compile(r"\b(?:(?:one|two|three|four|five|six|seven|eight|nine
 _MONTHS = ("january february march april may june july august september october november december "
            "monday tuesday wednesday thursday friday saturday sunday")
 _CALENDAR = re.compile(r"\b(?:" + "|".join(_MONTHS.split()) + r")\b", re.IGNORECASE)
+# A date or a year in a sentence: "July 27, 2023", "1 March 2026", "2025-01-01", "in 2024", "(2023)".
+_MONTH = "(?:" + "|".join(_MONTHS.split()) + ")"
+_DATE_FIGURE = re.compile(
+    rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:,?\s+(?:19|20)\d\d)?\b|"  # 1 March 2026, 1st March
+    rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+(?:19|20)\d\d\b)?|"  # July 27, 2023
+    rf"\b{_MONTH},?\s+(?:19|20)\d\d\b|\b(?:19|20)\d\d-\d\d-\d\d\b|"  # March 2026, 2025-01-01
+    r"\b(?:in|since|from|until|till|by|before|after|of|as of|effective|starting)\s+(?:19|20)\d\d\b|\((?:19|20)\d\d\)",
+    re.IGNORECASE)
 _DATEISH = re.compile(r"\b(?:before|after|within|by|until|days?|weeks?|"
                       r"months?|years?|hours?|immediately|straight away|same day|next)\b|يوم|أيام|شهر|أسبوع|قبل|بعد|خلال",
                       re.IGNORECASE)
@@ -309,8 +318,9 @@ def answer_kind(question: str) -> str | None:
 
 
 def kind_score(kind: str | None, sentence: str) -> float:
-    if kind == "quantity":
-        return TYPE_BONUS if _DIGIT.search(sentence) or _NUMBER_WORD.search(sentence) else -TYPE_PENALTY
+    if kind == "quantity":  # a date says when, not how much ("effective July 27, 2023")
+        counted = _DATE_FIGURE.sub(" ", sentence)
+        return TYPE_BONUS if _DIGIT.search(counted) or _NUMBER_WORD.search(counted) else -TYPE_PENALTY
     if kind == "frequency":  # "each fiscal quarter", "twice a year", "every 90 days"
         return TYPE_BONUS if _FREQUENCY.search(sentence) else -TYPE_PENALTY
     if kind == "when":  # a date, a time or a period: digits or named days; "within", "before" say less

@@ -91,6 +91,12 @@ def test_a_sentence_of_the_wrong_kind_loses_and_one_of_the_right_kind_gains() ->
     assert features.kind_score("quantity", "Sick leave is never deducted from annual leave.") < 0
     assert features.kind_score("quantity", "Finance reviews the rate in our four office locations.") < 0
     assert features.kind_score("when", "Carried-over days must be used by 31 March.") > 0
+    # A date says when, not how much: "how much is the health cover?"
+    for dated in ("Who is covered: all Australian staff (effective July 27, 2023)", "The plan changed on 1 March 2026.",
+                  "The new plan starts in 2027.", "Updated 2025-01-01."):
+        assert features.kind_score("quantity", dated) < 0, dated
+    assert features.kind_score("quantity", "From 1 March 2026 the company pays AUD 500 a year.") > 0
+    assert features.kind_score("quantity", "In May, 3 days may be carried over.") > 0
 
 
 @pytest.mark.parametrize(("sentence", "old"), [
