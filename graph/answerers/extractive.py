@@ -10,6 +10,8 @@ little of the passage's rerank score. A question sentence (an FAQ's) is never a 
 sentence is kept with the neighbours that give it its scope (its exception, the population or the
 place it applies to, the local amount, the exclusion after a general rule: "… USD 250." + "During
 trade-show weeks …"); other sentences close to the best one fill up to 3; an old value never does.
+A question about one place is answered from the passages about it: a passage whose title or
+section names only other places is set aside when another one names the place asked about.
 
 Cosines come from standalone MiniLM vectors (~4 ms a sentence to encode here). `cairn serve`
 prepares them for every published English chunk in the background (`prepare_answer_vectors`),
@@ -34,6 +36,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +118,8 @@ class ExtractiveAnswerer:
 
     async def respond(self, request: AnswerRequest) -> Draft:
         floor = request.min_score if request.min_score is not None else float("-inf")
-        passages = [p for p in request.passages if p.score >= floor][: self.max_passages]
+        passages = _about_the_place_asked(request.question,
+                                          [p for p in request.passages if p.score >= floor][: self.max_passages])
         sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
         if not sentences:
             return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
@@ -136,7 +140,7 @@ class ExtractiveAnswerer:
     async def closest_sentence(self, question: str, passages: Sequence[Passage]) -> str | None:
         """The sentence this answerer would quote first, or None (see graph/nodes/tools.py: what a
         question in another language, or a long chatty one, is checked for conflicts against)."""
-        passages = list(passages)[: self.max_passages]
+        passages = _about_the_place_asked(question, list(passages)[: self.max_passages])
         sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
         if not sentences:
             return None
@@ -224,6 +228,19 @@ class ExtractiveAnswerer:
         score([i for i, s in enumerate(sentences) if s.passage == best.passage
                and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
+
+
+def _about_the_place_asked(question: str, passages: list[Passage]) -> list[Passage]:
+    """Without the passages whose title or section names only other places than the one asked
+    about, when another passage's names it: "does the company match retirement savings for Canadian
+    team members?" is answered from the Canada benefits page, not the Ireland one beside it."""
+    asked = features.places(question, widen=True)
+    if not asked:
+        return passages
+    where = [features.places(f"{p.title}\n{p.heading}") for p in passages]
+    if not any(w & asked for w in where):
+        return passages
+    return [p for p, w in zip(passages, where, strict=True) if not w or w & asked or _for_any_place(p.heading)]
 
 
 def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> np.ndarray:
@@ -371,6 +388,7 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
     named = features.names(question) | features.places(question, widen=True)
     kind = features.answer_kind(question)
     asked_places = features.places(question, widen=True)
+    asked = features.question_terms(question)
 
     def elsewhere(s: _Sentence) -> bool:
         """A sentence about another place than the one asked about (the Riyadh row under the Dubai one)."""
@@ -383,7 +401,7 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         if features.is_history(found.text) or elsewhere(found):
             continue  # an old value is never quoted beside the current one, nor another place's
         if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named,
-                        kind):
+                        kind, asked):
             picks.append(found)
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
@@ -393,11 +411,14 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
     return sorted(picks, key=lambda s: (s.passage, s.index))
 
 
-def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str], kind: str | None) -> bool:
+def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str], kind: str | None,
+                 asked: AbstractSet[str] = frozenset()) -> bool:
     """Whether a sentence next to the best one belongs in the answer: the exception, population or
     local amount that limits it, the exclusion that follows a general rule, the continuation of a
     number, or the answer itself when the best one only restates what was asked ("… send simulated
-    phishing emails to team members." then "… one campaign each fiscal quarter." for "how often")."""
+    phishing emails to team members." then "… one campaign each fiscal quarter." for "how often"),
+    or introduces it ("… Group RRSP through Canada Life." then "Employer matching up to 3% …" for
+    "do they match retirement savings?": the figure, and a word of the question the best lacks)."""
     after = other.index > best.index
     if features.kind_score(kind, best.text) < 0 < features.kind_score(kind, other.text):
         return True
@@ -411,6 +432,9 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     if after and _NEGATION.search(other.text) and not _NEGATION.search(best.text) \
             and features.tokens(other.text) & features.tokens(best.text):
         return True  # "… are eligible." then "Store and warehouse roles are not eligible …"
+    if after and re.search(r"\d", other.text) and not re.search(r"\d", best.text) \
+            and (asked & features.tokens(other.text)) - features.tokens(best.text):
+        return True
     return after and similar and bool(re.search(r"\d", best.text))
 
 

@@ -9,7 +9,13 @@ import pytest
 
 from bot.services import Services
 from graph.answerers import AnswerRequest
-from graph.answerers.extractive import SHORTLIST, ExtractiveAnswerer, _candidates, prepare_answer_vectors
+from graph.answerers.extractive import (
+    SHORTLIST,
+    ExtractiveAnswerer,
+    _about_the_place_asked,
+    _candidates,
+    prepare_answer_vectors,
+)
 from retrieval.embed import Embedder
 from retrieval.search import Passage, glossary_query
 from retrieval.sentences import body_of, split_sentences
@@ -133,6 +139,32 @@ async def test_a_place_s_row_is_quoted_without_the_rows_of_other_places(embedder
     request = AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
     answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
     assert shown in answer and not any(other in answer for other in never), answer
+
+
+def _benefits(country: str, text: str, score: float) -> Passage:
+    doc = f"benefits/{country.lower()}"
+    return Passage(chunk_id=f"t:{doc}:v1:0000", doc_id=doc, version="v1", title=f"Benefits in {country}",
+                   source_path=f"{doc}.md", page=None, heading=f"Benefits in {country} > Retirement",
+                   text=f"Benefits in {country} > Retirement\n{text}", score=score, rrf=0.03, owner=None,
+                   policy_id=None, lang="en")
+
+
+async def test_a_question_about_one_country_is_answered_from_its_page_with_the_figure_that_follows(
+        embedder: Embedder) -> None:
+    """The Ireland page beside the Canada one is set aside for a question about Canadian staff, and
+    the Canada page's figure comes with the sentence that introduces the plan."""
+    canada = _benefits("Canada", "Build your retirement savings with the Group RRSP through Maple Life. Employer "
+                                 "matching up to 3% of base salary, at most CAD 2,500 a year.", 0.41)
+    ireland = _benefits("Ireland", "Team members can join the company pension plan and choose how much to save. "
+                                   "The company matches up to 5% of base salary.", 0.40)
+    question = "Does the company match retirement savings for Canadian team members?"
+    request = AnswerRequest(question=question, language="en", passages=[ireland, canada], min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "up to 3%" in answer and "5%" not in answer and "Ireland" not in answer, answer
+    # Without a country in the question, both pages stay candidates.
+    assert _about_the_place_asked("Does the company match retirement savings?", [ireland, canada]) == [ireland, canada]
+    assert _about_the_place_asked(question, [ireland, canada]) == [canada]
+    assert _about_the_place_asked("Is there a pension match in Germany?", [ireland, canada]) == [ireland, canada]
 
 
 async def test_the_answer_reuses_the_scoring_of_the_closest_sentence(embedder: Embedder) -> None:
