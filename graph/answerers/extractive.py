@@ -127,11 +127,12 @@ class ExtractiveAnswerer:
         multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
         scores, cosine = await self._scores(request.question, sentences, passages, multilingual)
         picks = _pick(sentences, scores, cosine, question=request.question, max_sentences=self.max_sentences)
-        lines = [_line(passages[s.passage], s.text, request.language) for s in picks]
+        quoted = [(passages[s.passage], _HTML_BREAK.sub("; ", s.text)) for s in picks]
+        lines = [_line(passage, text, request.language) for passage, text in quoted]
         allowed = [p.chunk_id for p in passages]
         if not validate_answer("\n".join(lines), allowed).ok:
             # A title or section name that reads as a sentence of its own: drop the connective.
-            lines = [f"“{s.text}” [{passages[s.passage].chunk_id}]" for s in picks]
+            lines = [f"“{text}” [{passage.chunk_id}]" for passage, text in quoted]
         info = {"encoder": "multilingual" if multilingual else "minilm",
                 "sentences": [{"chunk_id": passages[s.passage].chunk_id, "index": s.index,
                                "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
@@ -440,6 +441,11 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
 
 def _for_any_place(sentence: str) -> bool:
     return bool(_ANY_PLACE.search(sentence))
+
+
+# A line break written as HTML inside a table cell ("66.67% (STD)<br>After 12 weeks: …") is shown as
+# a separator, not as markup.
+_HTML_BREAK = re.compile(r"\s*<br\s*/?>\s*", re.IGNORECASE)
 
 
 def _line(passage: Passage, sentence: str, language: str) -> str:

@@ -118,25 +118,32 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
                   closest: ClosestSentence | None, *, lexicon: Callable[[], Awaitable[Lexicon]] | None = None
                   ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
-    aside), the gate, the conflicts found, and the question's distinguishing words no passage fit to
+    aside, and, for a question that names one of the tenant's companies, only its documents'), the
+    gate, the conflicts found among them, and the question's distinguishing words no passage fit to
     quote holds (a neighbouring rule, not the one asked about: `below_score_floor`). `lexicon`: the
-    tenant's names and words, read only when that last check runs."""
+    tenant's names and words, read once the search has passed its gate."""
     found, gate = list(result.passages), result.gate
     conflicts: list[dict[str, Any]] = []
-    if conflict_check is not None and not gate and found:
-        report = conflict_check(await _conflict_question(question, found, closest), found)
+    missing: list[str] = []
+    if gate is not None or not found:
+        return found, gate, conflicts, missing
+    known = await lexicon() if lexicon is not None else EMPTY
+    # A question that names a company is answered only from its documents: another company's
+    # different figure is no conflict for it (nor evidence).
+    named = named_passages(question, found, known.names)
+    if conflict_check is not None:
+        report = conflict_check(await _conflict_question(question, named, closest), named)
         conflicts = report.as_json()
         # An ordered pair (later effective date, supersedes) is no conflict: quote only the
         # passage that applies.
         found = [p for p in found if p.chunk_id not in report.overridden]
-    missing: list[str] = []
-    if gate is None and found and not conflicts:
-        known = await lexicon() if lexicon is not None else EMPTY
+        named = [p for p in named if p.chunk_id not in report.overridden]
+    if not conflicts:
         gap = find_gap(question, found, min_score=result.min_score, names=known.names, words=known.words)
         if gap is not None:
             gate, missing = "below_score_floor", list(gap.missing)
         else:
-            found = named_passages(question, found, known.names)
+            found = named
     return found, gate, conflicts, missing
 
 

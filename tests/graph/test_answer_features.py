@@ -4,14 +4,17 @@ what was asked (graph/answerers/features.py, graph/coverage.py): pure functions,
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import date
 
 import pytest
+from qdrant_edge import Bm25, Bm25Config
 
 from graph.answerers import features
 from graph.coverage import find_gap, named_passages
 from graph.nodes.tools import _screen
 from graph.tenant_names import Lexicon, TenantNames, build_lexicon
+from retrieval.conflicts import ConflictReport, detect_conflicts
 from retrieval.search import Passage, SearchResult
 
 
@@ -235,6 +238,25 @@ def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_do
 
     found, gate, _, _ = asyncio.run(_screen("min password length at globex?", result, None, None, lexicon=lexicon))
     assert (found, gate) == ([globex], None)
+    # Acme's different figure is no conflict for a question about Globex; for one naming no company it is.
+    analyser = Bm25(Bm25Config(language="english"))
+
+    def conflicts(question: str, passages: Sequence[Passage]) -> ConflictReport:
+        return detect_conflicts(question, passages, terms_of=lambda text: set(analyser.embed_query(text).indices))
+
+    acme_hotel = passage("The nightly hotel limit in Boston is USD 250.", heading="Travel > Hotels",
+                         title="Acme Travel", doc="acme/travel", score=0.62)
+    globex_hotel = passage("At Globex, the nightly hotel limit in Boston is USD 300.", heading="Travel > Hotels",
+                           title="Globex Travel", doc="globex/travel", score=0.55)
+    hotels = SearchResult(query="", language="en", mode="hybrid", passages=[acme_hotel, globex_hotel], gate=None,
+                          top_score=0.62, legs={}, reranker="test", rerank_fail_open=False, min_score=0.3)
+    names = {"acme": frozenset({"acme/travel"}), "globex": frozenset({"globex/travel"})}
+    found, gate, found_conflicts, _ = asyncio.run(_screen("What is the nightly hotel limit in Boston at Globex?",
+                                                          hotels, conflicts, None, lexicon=lexicon))
+    assert (found, gate, found_conflicts) == ([globex_hotel], None, [])
+    _, gate, found_conflicts, _ = asyncio.run(_screen("What is the nightly hotel limit in Boston?", hotels, conflicts,
+                                                      None, lexicon=lexicon))
+    assert found_conflicts and gate is None
 
 
 async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_old() -> None:

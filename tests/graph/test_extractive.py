@@ -210,3 +210,15 @@ async def test_an_arabic_question_the_glossary_knows_is_also_read_in_english_ove
     assert [glossary_query(question)] in counting.encoded  # its English words were read as a question
     english = "How much can I spend on food a day when I travel for work?"
     assert glossary_query(english) is None
+
+
+async def test_a_line_break_written_as_html_in_a_table_cell_is_shown_as_a_separator(embedder: Embedder) -> None:
+    text = ("Leave > Pay\nLeave | Pay while away\nMedical leave | 100% for 4 weeks<br>Then 60% for 8 weeks<br/>"
+            "After 12 weeks: unpaid\n")
+    passage = Passage(chunk_id="t:hr/leave-pay:v1:0000", doc_id="hr/leave-pay", version="v1", title="Leave",
+                      source_path="leave.md", page=None, heading="Leave > Pay", text=text, score=0.6, rrf=0.03,
+                      owner=None, policy_id=None, lang="en")
+    request = AnswerRequest(question="How am I paid during medical leave?", language="en", passages=[passage],
+                            min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "100% for 4 weeks; Then 60% for 8 weeks; After 12 weeks: unpaid" in answer and "<br" not in answer, answer
