@@ -62,7 +62,8 @@ QUALIFIERS = frozenset(features.stem(w) for w in (
     "consultants apprentice apprentices student students volunteer volunteers probation part-time parttime "
     "wholesale corporate b2b franchise reseller resellers distributor distributors sick sickness maternity paternity adoption sabbatical unpaid jury study compassionate pet pets "
     "dog dogs cat cats grandparent cousin cousins niece nephew in-law in-laws friend friends international "
-    "domestic overseas executive executives board director directors summer winter autumn").split())
+    "domestic overseas executive executives board director directors summer winter autumn wedding weddings "
+    "marriage honeymoon birthday military reservist").split())
 # Everyday words staff use for what policies name otherwise.
 EQUIVALENTS: dict[str, frozenset[str]] = {
     features.stem(k): frozenset(features.stem(v) for v in vs.split()) for k, vs in {
@@ -71,6 +72,7 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
+        "wedding": "marriage married", "marriage": "wedding married",
         # Things asked to be paid for, as staff say them and as policies write them.
         "present": "gift", "gift": "present", "glasses": "eyewear spectacles eyeglasses",
         "spectacles": "eyewear glasses eyeglasses", "eyeglasses": "eyewear glasses spectacles",

@@ -44,3 +44,12 @@ def test_an_arabic_question_whose_qualifiers_the_evidence_holds_passes() -> None
     assert find_gap("كم مدة إرجاع المنتجات لعملاء الجملة؟", [WHOLESALE], min_score=0.3) is None
     # "How many days of sick leave do I get?": sick leave is what the passage is about.
     assert find_gap("كم يوما من الإجازة المرضية أحصل عليها؟", [SICK], min_score=0.3) is None
+
+
+def test_a_kind_of_leave_the_evidence_never_names_is_missing() -> None:
+    annual = passage("Full-time staff get 25 days of paid annual leave a year, booked with your manager.",
+                     "Leave > Annual Leave", doc="hr/leave")
+    gap = find_gap("how many days of paid leave do i get for my own wedding?", [annual], min_score=0.3)
+    assert gap is not None and gap.missing == ("wedding",)
+    marriage = passage("Staff get 3 days of paid leave for their marriage.", "Leave > Special Leave", doc="hr/leave")
+    assert find_gap("how many days of paid leave do i get for my own wedding?", [marriage], min_score=0.3) is None
