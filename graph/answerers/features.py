@@ -13,6 +13,8 @@ certificate?"). These cheap, deterministic features push the choice towards the 
   date or period, "who" a person or team, "can I / do I need" a rule; a sentence of the wrong kind
   loses, one of the right kind gains (a date or a year is not a quantity: "effective July 27, 2023"
   does not say how much).
+- **amount range**: a question that states an amount ("who approves a $3,000 request?") prefers the
+  tier whose range holds it ("$1,000.01 - $5,000") to the tiers that exclude it.
 - **history**: a sentence that describes a superseded or not-yet-effective value ("which set a
   rate of USD 0.58 from 1 January 2025", "From 1 July 2027 …") is never the current answer.
 """
@@ -332,6 +334,65 @@ def kind_score(kind: str | None, sentence: str) -> float:
     if kind == "rule":
         return TYPE_BONUS / 2 if _MODAL.search(sentence) else 0.0
     return 0.0
+
+
+# Amounts of money: "$3,000", "USD 250", "1,000.01 EUR", "3k". A bare number ("up to 3 days",
+# "1-800-724") is no amount; in a range one side's currency is enough ("1,000.01 - $5,000").
+_CODE = r"(?:usd|eur|gbp|aed|sar|cad|aud|dollars?|euros?)"
+_NUM = r"\d[\d,]*(?:\.\d+)?k?"
+_MARKED = rf"(?:[$€£]\s?{_NUM}|\b{_CODE}\s?{_NUM}|{_NUM}\s?{_CODE}\b)"
+_EITHER = rf"(?:{_MARKED}|{_NUM})"
+_ASKED_AMOUNT = re.compile(_MARKED, re.IGNORECASE)
+_RANGE = re.compile(rf"(?:\bbetween\s+)?({_EITHER})\s*(?:-|–|—|\bto\b|\band\b)\s*({_EITHER})", re.IGNORECASE)
+_UPPER = re.compile(rf"\b(?:up to|under|less than|below|not more than|no more than|at most|maximum of)\s+({_MARKED})",
+                    re.IGNORECASE)
+_LOWER = re.compile(rf"\b(?:over|above|more than|exceeding|greater than|at least|from)\s+({_MARKED})|({_MARKED})\s*"
+                    r"(?:\+|or more|and (?:above|over|up))", re.IGNORECASE)
+_CURRENCY_MARK = re.compile(rf"[$€£]|\b{_CODE}\b", re.IGNORECASE)
+RANGE_BONUS = 0.10
+RANGE_PENALTY = 0.15
+
+
+def _amount(text: str) -> float | None:
+    digits = re.sub(r"[^\d.k]", "", re.sub(_CODE, "", text.lower()))
+    scale = 1000.0 if digits.endswith("k") else 1.0
+    try:
+        return float(digits.rstrip("k")) * scale
+    except ValueError:
+        return None
+
+
+def asked_amount(question: str) -> float | None:
+    """The one amount of money a question states ("who approves a $3,000 request?"), or None."""
+    found = {_amount(m) for m in _ASKED_AMOUNT.findall(question)}
+    found.discard(None)
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def range_fit(amount: float | None, sentence: str) -> float:
+    """How a sentence's amount ranges suit the amount asked about: a tier that holds it gains
+    ("$1,000.01 - $5,000" for $3,000), one whose every range excludes it loses ("$5,000.01 -
+    $10,000"); a sentence without ranges, or a question without an amount, neither."""
+    if amount is None:
+        return 0.0
+    bounds: list[tuple[float, float]] = []
+    for low, high in _RANGE.findall(sentence):
+        if not _CURRENCY_MARK.search(low + high):
+            continue
+        lo, hi = _amount(low), _amount(high)
+        if lo is not None and hi is not None and lo < hi:
+            bounds.append((lo, hi))
+    for high in _UPPER.findall(sentence):
+        hi = _amount(high)
+        if hi is not None:
+            bounds.append((0.0, hi))
+    for first, second in _LOWER.findall(sentence):
+        lo = _amount(first or second)
+        if lo is not None:
+            bounds.append((lo, math.inf))
+    if not bounds:
+        return 0.0
+    return RANGE_BONUS if any(lo <= amount <= hi for lo, hi in bounds) else -RANGE_PENALTY
 
 
 def is_history(sentence: str, *, today: date | None = None) -> bool:

@@ -102,6 +102,23 @@ def test_a_sentence_of_the_wrong_kind_loses_and_one_of_the_right_kind_gains() ->
     assert features.kind_score("quantity", "In May, 3 days may be carried over.") > 0
 
 
+def test_a_question_s_amount_prefers_the_tier_whose_range_holds_it() -> None:
+    amount = features.asked_amount("Who needs to approve a $3,000 training request?")
+    assert amount == 3000
+    assert features.range_fit(amount, "Manager and VP approval: $1,000.01 - $5,000") > 0
+    assert features.range_fit(amount, "Manager and director approval for any spend $5,000.01 - $10,000") < 0
+    assert features.range_fit(amount, "Your manager approves anything up to USD 1,000.") < 0
+    assert features.range_fit(amount, "Spend over $10,000 needs the finance director.") < 0
+    assert features.range_fit(amount, "Requests between 2,000 and 4,000 EUR go to the budget owner.") > 0
+    # No amount, or numbers that are not money: nothing to prefer.
+    assert features.range_fit(amount, "Call the helpdesk on 1-800-724-3402 within 3 days.") == 0
+    assert features.range_fit(amount, "Book up to 3 days ahead.") == 0
+    assert features.range_fit(None, "Manager and VP approval: $1,000.01 - $5,000") == 0
+    assert features.asked_amount("What is the hotel limit?") is None
+    assert features.asked_amount("I paid $20 and then $30, who approves?") is None  # two amounts: which one?
+    assert features.asked_amount("is a 3k EUR course ok?") == 3000
+
+
 @pytest.mark.parametrize(("sentence", "old"), [
     ("This notice supersedes the mileage rate in the Travel Policy, which set a rate of USD 0.58.", True),
     ("A journey driven in June is still paid at the previous rate.", True),
