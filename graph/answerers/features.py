@@ -370,29 +370,25 @@ def asked_amount(question: str) -> float | None:
 
 
 def range_fit(amount: float | None, sentence: str) -> float:
-    """How a sentence's amount ranges suit the amount asked about: a tier that holds it gains
-    ("$1,000.01 - $5,000" for $3,000), one whose every range excludes it loses ("$5,000.01 -
-    $10,000"); a sentence without ranges, or a question without an amount, neither."""
+    """How a sentence's amount ranges suit the amount asked about: a range or threshold that holds it
+    gains ("$1,000.01 - $5,000" for $3,000); a sentence whose every range is a tier of both bounds
+    and excludes it loses ("$5,000.01 - $10,000"). A threshold that excludes it still answers ("a
+    receipt for anything over $75" for a $50 lunch: none needed), and a sentence without ranges, or
+    a question without an amount, is neither."""
     if amount is None:
         return 0.0
-    bounds: list[tuple[float, float]] = []
+    tiers: list[tuple[float, float]] = []
     for low, high in _RANGE.findall(sentence):
         if not _CURRENCY_MARK.search(low + high):
             continue
         lo, hi = _amount(low), _amount(high)
         if lo is not None and hi is not None and lo < hi:
-            bounds.append((lo, hi))
-    for high in _UPPER.findall(sentence):
-        hi = _amount(high)
-        if hi is not None:
-            bounds.append((0.0, hi))
-    for first, second in _LOWER.findall(sentence):
-        lo = _amount(first or second)
-        if lo is not None:
-            bounds.append((lo, math.inf))
-    if not bounds:
-        return 0.0
-    return RANGE_BONUS if any(lo <= amount <= hi for lo, hi in bounds) else -RANGE_PENALTY
+            tiers.append((lo, hi))
+    thresholds = [(0.0, hi) for hi in map(_amount, _UPPER.findall(sentence)) if hi is not None]
+    thresholds += [(lo, math.inf) for lo in (_amount(a or b) for a, b in _LOWER.findall(sentence)) if lo is not None]
+    if any(lo <= amount <= hi for lo, hi in tiers + thresholds):
+        return RANGE_BONUS
+    return -RANGE_PENALTY if tiers and not thresholds else 0.0
 
 
 def is_history(sentence: str, *, today: date | None = None) -> bool:

@@ -107,8 +107,10 @@ def test_a_question_s_amount_prefers_the_tier_whose_range_holds_it() -> None:
     assert amount == 3000
     assert features.range_fit(amount, "Manager and VP approval: $1,000.01 - $5,000") > 0
     assert features.range_fit(amount, "Manager and director approval for any spend $5,000.01 - $10,000") < 0
-    assert features.range_fit(amount, "Your manager approves anything up to USD 1,000.") < 0
-    assert features.range_fit(amount, "Spend over $10,000 needs the finance director.") < 0
+    # A threshold answers either side of it: "over $10,000" says what a $3,000 request does not need.
+    assert features.range_fit(amount, "Your manager approves anything up to USD 1,000.") == 0
+    assert features.range_fit(amount, "Spend over $10,000 needs the finance director.") == 0
+    assert features.range_fit(amount, "Spend over $1,000 needs the finance director.") > 0
     assert features.range_fit(amount, "Requests between 2,000 and 4,000 EUR go to the budget owner.") > 0
     # No amount, or numbers that are not money: nothing to prefer.
     assert features.range_fit(amount, "Call the helpdesk on 1-800-724-3402 within 3 days.") == 0
