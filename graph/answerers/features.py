@@ -14,7 +14,8 @@ certificate?"). These cheap, deterministic features push the choice towards the 
   loses, one of the right kind gains (a date or a year is not a quantity: "effective July 27, 2023"
   does not say how much).
 - **amount range**: a question that states an amount ("who approves a $3,000 request?") prefers the
-  tier whose range holds it ("$1,000.01 - $5,000") to the tiers that exclude it.
+  tier whose range holds it ("$1,000.01 - $5,000") to the tiers that exclude it; one that states a
+  span of time ("let go after less than a year") the threshold that holds it ("for less than 1 year").
 - **history**: a sentence that describes a superseded or not-yet-effective value ("which set a
   rate of USD 0.58 from 1 January 2025", "From 1 July 2027 …") is never the current answer.
 """
@@ -389,6 +390,60 @@ def range_fit(amount: float | None, sentence: str) -> float:
     if any(lo <= amount <= hi for lo, hi in tiers + thresholds):
         return RANGE_BONUS
     return -RANGE_PENALTY if tiers and not thresholds else 0.0
+
+
+# A span of time a question states as its case ("after less than a year", "a three-week holiday",
+# "for 6 months", "a 12-hour flight") and the thresholds and tiers a sentence states ("over 1 year",
+# "for less than 1 year", "more than 10 business days", "6 hours or more"), in days.
+_SPAN_UNIT = {"hour": 1 / 24, "day": 1.0, "night": 1.0, "business day": 1.4, "working day": 1.4, "week": 7.0,
+              "month": 30.0, "year": 365.0}
+_SPAN_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+_SPAN_NUMBER = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_SPAN_UNITS = r"(hour|day|night|business day|working day|week|month|year)s?"
+_ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than)|after|for|within|of)\s+"
+                         rf"{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b", re.IGNORECASE)
+_SPAN_BOUND = re.compile(rf"\b(less than|under|fewer than|up to|at most|no more than|more than|over|longer than|"
+                         rf"exceeds?|exceeding|at least)\s+{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|"
+                         rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(or more|or longer|or less|or fewer)\b", re.IGNORECASE)
+_BELOW = ("less than", "under", "fewer than", "up to", "at most", "no more than", "or less", "or fewer")
+
+
+def _span_days(number: str, unit: str) -> float:
+    n = 1.0 if number.lower() in ("a", "an") else float(_SPAN_WORDS.get(number.lower(), number))
+    return n * _SPAN_UNIT[unit.lower()]
+
+
+Span = tuple[float, bool]  # days, and whether it was counted in hours (a flight, a shift)
+
+
+def asked_span(question: str) -> Span | None:
+    """The one span of time a question states as its case, in days ("less than a year" is just under
+    365), or None."""
+    found: set[Span] = set()
+    for m in _ASKED_SPAN.finditer(question):
+        comparison, number, unit = (m[1], m[2], m[3]) if m[2] else (None, m[4], m[5])
+        days = _span_days(number, unit)
+        if comparison:
+            days *= 0.99 if comparison.lower() in ("less than", "under", "fewer than") else 1.01
+        found.add((days, unit.lower() == "hour"))
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def span_fit(span: Span | None, sentence: str) -> float:
+    """RANGE_BONUS for a sentence whose threshold, counted in the same kind of unit, holds the span
+    asked about ("for less than 1 year, 4 weeks of pay" when let go after less than a year), else
+    nothing: the other side's threshold still says what does not apply."""
+    if span is None:
+        return 0.0
+    asked, in_hours = span
+    for m in _SPAN_BOUND.finditer(sentence):
+        word, number, unit = (m[1], m[2], m[3]) if m[2] else (m[6], m[4], m[5])
+        if (unit.lower() == "hour") != in_hours:
+            continue
+        days = _span_days(number, unit)
+        if (asked <= days) if word.lower() in _BELOW else (asked >= days):
+            return RANGE_BONUS
+    return 0.0
 
 
 def is_history(sentence: str, *, today: date | None = None) -> bool:

@@ -121,6 +121,22 @@ def test_a_question_s_amount_prefers_the_tier_whose_range_holds_it() -> None:
     assert features.asked_amount("is a 3k EUR course ok?") == 3000
 
 
+def test_a_question_s_span_of_time_prefers_the_threshold_that_holds_it() -> None:
+    short = features.asked_span("If I'm let go after less than a year, what severance would I be offered?")
+    assert short is not None and 300 < short[0] < 365
+    assert features.span_fit(short, "If you have been with the company for less than 1 year, you get 4 weeks of pay.") > 0
+    assert features.span_fit(short, "If you have been with the company for over 1 year, you get 2 weeks per year.") == 0
+    holiday = features.asked_span("Do I need extra approval for a three-week holiday?")
+    assert holiday == (21.0, False)
+    assert features.span_fit(holiday, "Any time off that exceeds 10 business days needs your director's approval.") > 0
+    # Hours and days are not compared: a year is not "6 hours or more".
+    assert features.span_fit(short, "Flights of 6 hours or more may be booked in premium economy.") == 0
+    assert features.span_fit(features.asked_span("premium economy on a 12-hour flight?"),
+                             "Flights of 6 hours or more may be booked in premium economy.") > 0
+    # A rate is not a case: "days a year" states no span.
+    assert features.asked_span("How many days a year can I work abroad?") is None
+
+
 @pytest.mark.parametrize(("sentence", "old"), [
     ("This notice supersedes the mileage rate in the Travel Policy, which set a rate of USD 0.58.", True),
     ("A journey driven in June is still paid at the previous rate.", True),
