@@ -41,6 +41,7 @@ reranker's multilingual scores and the floor apply there as before.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Sequence
@@ -252,18 +253,40 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
 
 def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:
     """Capitalised words of the question (not a place) that no document of the tenant uses, nor a
-    word a typing error away ("the Czerniakow river", "a Diwali gift"): the collection says nothing
-    about them. Without the tenant's words (none given), nothing."""
+    word a typing error away ("the Czerniakow river", "a Diwali gift"), nor one that begins a word
+    the documents write ("iPad" in "iPadOS"): the collection says nothing about them. Without the
+    tenant's words (none given), nothing."""
     if not words:
         return {}
     out: dict[str, frozenset[str]] = {}
     for word in features.capitalised(question):
         parts = [word_key(p) for p in re.findall(r"\w+", word)]
         if features.places(word, widen=True) or not features.tokens(word) \
-                or any(p in words or near_miss(p, words) for p in parts):
+                or any(p in words or near_miss(p, words) or _begins_a_word(p, words) for p in parts):
             continue
         out[word] = frozenset(features.tokens(word))
     return out
+
+
+PREFIX_MIN = 4  # letters; a shorter word begins too many others
+PREFIX_EXTRA = 3  # letters the longer word may add ("ipad" → "ipados")
+
+
+def _begins_a_word(part: str, words: AbstractSet[str]) -> bool:
+    if len(part) < PREFIX_MIN:
+        return False
+    ordered = _sorted_words(words if isinstance(words, frozenset) else frozenset(words))
+    i = bisect.bisect_right(ordered, part)
+    while i < len(ordered) and ordered[i].startswith(part):
+        if len(ordered[i]) - len(part) <= PREFIX_EXTRA:
+            return True
+        i += 1
+    return False
+
+
+@functools.lru_cache(maxsize=8)
+def _sorted_words(words: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(words))
 
 
 def _names_written_in_latin(question: str, names: Names) -> dict[str, frozenset[str]]:

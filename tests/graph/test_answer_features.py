@@ -338,6 +338,13 @@ def test_a_capitalised_word_no_document_of_the_tenant_uses_is_one_no_passage_hol
     # A word the tenant uses, or one a typing error away from one, is not unknown ("Telnet" for Telenet).
     assert find_gap("Which rivers does the Goulburn River join?", [rivers], min_score=0.3, words=words) is None
     assert find_gap("Who founded Telnet and which rivers are there?", [rivers], min_score=0.3, words=words) is None
+    # …nor one that begins a word the tenant writes ("iPad" in "iPadOS"), though not any word it begins.
+    devices = frozenset({*words, "ipados", "android"})
+    assert find_gap("Which rivers can I see on my iPad?", [rivers], min_score=0.3, words=devices) is None
+    gap = find_gap("Which rivers can I see from Goul?", [rivers], min_score=0.3, words=devices)
+    assert gap is not None and gap.missing == ("Goul",)  # "Goulburn" is more than a few letters longer
+    gap = find_gap("Which rivers can I see on my Ipa?", [rivers], min_score=0.3, words=devices)
+    assert gap is not None and gap.missing == ("Ipa",)  # too short to stand for a longer word
     # Without the tenant's words nothing is unknown.
     assert find_gap("What animals does the Czerniakow river's ecosystem include?", [rivers], min_score=0.3) is None
 
