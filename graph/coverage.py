@@ -25,7 +25,8 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   membership"): evidence that never mentions it says what is paid for, not whether this is.
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
-capitalised. Once the gate has passed, a question that names one of the tenant's names is answered
+capitalised. A place counts only where a passage tells places apart, except a site ("the London
+office"), which a passage must name (or cover with "all offices", "any other city") in any case. Once the gate has passed, a question that names one of the tenant's names is answered
 only from the passages whose documents use it (`named_passages`).
 
 One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
@@ -78,10 +79,13 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "present": "gift", "gift": "present", "glasses": "eyewear spectacles eyeglasses",
         "spectacles": "eyewear glasses eyeglasses", "eyeglasses": "eyewear glasses spectacles",
     }.items()}
-# A passage with one of these covers any place or population the question names.
+# A passage with one of these covers any place or population the question names…
 _CATCH_ALL = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
                         r"all (?:staff|employees|offices|countries|locations)|everyone|every employee)\b",
                         re.IGNORECASE)
+# …but only these cover a site ("the London office"): a rule for everyone says nothing of how it works.
+_ANY_SITE = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
+                       r"all (?:offices|countries|locations|sites))\b", re.IGNORECASE)
 # "I joined in 2022": the asker's situation, not the year a rule is asked for.
 _SITUATION_YEAR = re.compile(r"\b(?:I|I've|I'm|we|my)\b[^.?!,;]{0,30}?\b(?:in|since|from)\s+((?:19|20)\d\d)\b",
                              re.IGNORECASE)
@@ -125,24 +129,38 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         wanted = _distinguishing(question, passages, names) | _unknown_names(question, words) | _asked_item(question)
     if not wanted:
         return None
+    sited = _sited_places(question)
     best_missing: tuple[str, ...] | None = None
     for p in fit:
         text = _passage_text(p)
         have = features.with_places(features.tokens(text), text)
-        catch_all = bool(_CATCH_ALL.search(p.text))
+        catch_all, any_site = bool(_CATCH_ALL.search(p.text)), bool(_ANY_SITE.search(p.text))
         # A place is what the question turns on only where the passage distinguishes places: a
         # flight rule that names no country applies to a flight to Dubai; an office list that
-        # names four cities says nothing about a fifth.
+        # names four cities says nothing about a fifth. A site is always one ("the London office",
+        # "our Dubai warehouse"): a rule for offices in general does not say how that one works.
         other_places = _is_place(have)
         missing = tuple(word for word, terms in wanted.items()
                         if not _covered(terms, have) and p.doc_id not in names.get(word_key(word), ())
-                        and not (catch_all and (_is_place(terms) or _is_place_or_name(word)))
-                        and (other_places or not _is_place(terms)))
+                        and not (catch_all and (_is_place(terms) or _is_place_or_name(word))
+                                 and (any_site or not terms & sited))
+                        and (other_places or not _is_place(terms) or terms & sited))
         if not missing:
             return None
         if best_missing is None or len(missing) < len(best_missing):
             best_missing = missing
     return Gap(missing=best_missing or ())
+
+
+_SITE = re.compile(r"\b((?:[\w'-]+ ){0,2}[\w'-]+)\s+(?:office|offices|site|warehouse|store|shop|branch|campus|hq|"
+                   r"headquarters|building|factory|plant|depot|lab)\b", re.IGNORECASE)
+
+
+def _sited_places(question: str) -> frozenset[str]:
+    """The city terms of the places a question names as a site ("the London office", "our New York
+    store"), which a passage must name whether or not it names places."""
+    return frozenset(t for m in _SITE.finditer(question) for t in features.places(m.group(1))
+                     if t.startswith("city:"))
 
 
 def named_passages(question: str, passages: Sequence[Passage], names: Names) -> list[Passage]:

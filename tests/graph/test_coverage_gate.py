@@ -53,3 +53,19 @@ def test_a_kind_of_leave_the_evidence_never_names_is_missing() -> None:
     assert gap is not None and gap.missing == ("wedding",)
     marriage = passage("Staff get 3 days of paid leave for their marriage.", "Leave > Special Leave", doc="hr/leave")
     assert find_gap("how many days of paid leave do i get for my own wedding?", [marriage], min_score=0.3) is None
+
+
+def test_a_site_the_evidence_never_names_is_missing_even_where_it_names_no_place() -> None:
+    rooms = passage("Everyone books meeting rooms in the calendar; a room is held for 10 minutes.",
+                    "Facilities > Meeting Rooms", doc="ops/facilities")
+    gap = find_gap("How do I book a meeting room in the London office?", [rooms], min_score=0.3)
+    assert gap is not None and gap.missing == ("London",)
+    # A trip to London is not about a site there: a rule that names no place applies to it.
+    assert find_gap("Can I book a meeting room for my trip to London?", [rooms], min_score=0.3) is None
+    # A rule for every office, or one that names the city, covers it.
+    every = passage("In all offices, meeting rooms are booked in the calendar.", "Facilities > Meeting Rooms",
+                    doc="ops/facilities")
+    assert find_gap("How do I book a meeting room in the London office?", [every], min_score=0.3) is None
+    london = passage("In London, meeting rooms are booked at the front desk.", "Facilities > Meeting Rooms",
+                     doc="ops/facilities")
+    assert find_gap("How do I book a meeting room in the London office?", [london], min_score=0.3) is None
