@@ -71,6 +71,9 @@ _ALIAS: dict[str, str] = {}
 for _country, _names in _PLACES.items():
     for _name in (_country, *_names):
         _ALIAS[_name] = _country
+_ALIAS_BY_FIRST: dict[str, list[str]] = {}
+for _name in _ALIAS:
+    _ALIAS_BY_FIRST.setdefault(_name.split(" ")[0], []).append(_name)
 # The same places written in Arabic, each for its English name above ("دبي" is Dubai, a city).
 _ARABIC_PLACES: dict[str, tuple[str, ...]] = {
     "united states": ("الولايات المتحدة", "أمريكا"),
@@ -280,13 +283,17 @@ def places(text: str, *, widen: bool = False) -> set[str]:
 @functools.lru_cache(maxsize=8192)
 def _places(text: str, widen: bool) -> frozenset[str]:
     low = " " + re.sub(r"[^\w. ]", " ", text.lower()) + " "
+    # Only the names whose first word the text has can stand in it between spaces.
+    words = set(low.split(" "))
+    words |= {w[:-1] for w in words if w.endswith(".")}
     out: set[str] = set()
-    for name, country in _ALIAS.items():
-        if f" {name} " in low or f" {name}. " in low:
-            is_city = name in _CITIES
-            out.add(f"city:{name}" if is_city else f"country:{country}")
-            if is_city and widen:
-                out.add(f"country:{country}")
+    for first in words & _ALIAS_BY_FIRST.keys():
+        for name in _ALIAS_BY_FIRST[first]:
+            if f" {name} " in low or f" {name}. " in low:
+                is_city = name in _CITIES
+                out.add(f"city:{name}" if is_city else f"country:{_ALIAS[name]}")
+                if is_city and widen:
+                    out.add(f"country:{_ALIAS[name]}")
     return frozenset(out)
 
 
