@@ -284,4 +284,9 @@ def supported(figure: tuple[str, str], evidence: Facts) -> bool:
 
 def unsupported(sentence: str, evidence: Facts) -> list[tuple[str, str]]:
     """The figures of `sentence` that `evidence` (the cited passages' facts) does not state."""
-    return sorted(f for f in facts_in(sentence).figures if not supported(f, evidence))
+    return unsupported_figures(facts_in(sentence).figures, evidence)
+
+
+def unsupported_figures(figures: set[tuple[str, str]], evidence: Facts) -> list[tuple[str, str]]:
+    """Those of a sentence's `figures` (facts_in(sentence).figures) that `evidence` does not state."""
+    return sorted(f for f in figures if not supported(f, evidence))
