@@ -173,12 +173,15 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
         heading = p.heading.replace(">", " ")
         heading_terms = lexicon.content(heading)
         for statement, header in _statements(body_of(p.text)):
+            located = _located(statement)
+            if not located:
+                continue  # no quantity in it, so nothing of it can conflict (its terms are not needed)
             shared = (lexicon.content(statement) | lexicon.content(" ".join(header or ())) | heading_terms) & q_terms
             if not shared:
                 continue  # a conflict needs `need` shared terms on both sides; "supersedes" only one
             if excluded and excluded <= lexicon.content(statement) and _SCOPED.search(statement):
                 continue  # "outside trade-show weeks": the question sets this exception aside
-            for unit, value, raw, start, end in _located(statement):
+            for unit, value, raw, start, end in located:
                 subject, near = (_row_subject(statement, start, header, heading, lexicon) if header is not None
                                  else _sentence_subject(statement, start, end, lexicon))
                 about = subject or near  # its own subject when it has one, else the words around it
