@@ -154,7 +154,7 @@ class ConversationStore:
         escalation_id = escalation_id_for(turn_id)
         now = utcnow()
         deadline = iso(now + timedelta(hours=deadline_hours)) if deadline_hours else None
-        await self._changed(
+        await self._run(
             "INSERT OR IGNORE INTO escalations (escalation_id, session_id, turn_id, tenant_id, user_id,"
             " question, reason, transcript, passages, top_score, status, deadline_at, created_at)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?)",
@@ -200,7 +200,7 @@ class ConversationStore:
 
     async def append_to_escalation(self, *, escalation_id: str, author: str, text: str) -> None:
         """A follow-up from the user while a person is on it: kept on the escalation's transcript."""
-        await self._changed(
+        await self._run(
             "UPDATE escalations SET transcript = transcript || CASE WHEN transcript='' THEN '' ELSE char(10) END"
             " || ? WHERE escalation_id=?", (f"{author}: {text}", escalation_id))
 
