@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 # Arabic-Indic and Extended Arabic-Indic digits and the Arabic decimal, thousands and percent signs.
@@ -43,6 +44,9 @@ _POST_WORDS = "|".join(sorted(_WORDS, key=len, reverse=True))
 _AMOUNT = re.compile(
     rf"{_PRE}\s?(?P<num>{_NUM})(?:\s?(?P<post>(?:{_CODE})\b))?|"
     rf"(?P<num2>{_NUM})\s?(?P<post2>(?:{_CODE}|{_POST_WORDS})(?![^\W\d_]))", re.IGNORECASE)
+# An amount's first digit is at most 4 characters into it: a 3-character prefix ("US$", "USD") and a space.
+_AMOUNT_LEAD = 4
+_DIGIT = re.compile(r"\d")
 _PERCENT = re.compile(rf"(?P<num>{_NUM})\s?(?:%|percent\b|per cent\b|في المائة|بالمائة)", re.IGNORECASE)
 _MONTHS = {m: i for i, names in enumerate([
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
@@ -218,7 +222,7 @@ def facts_in(text: str, *, partial_dates: bool = False) -> Facts:
         spans.append(m.span())
         facts.figures.add(("time", f"{int(m['h'])}:{m['min']}"))
         facts.values.update({str(int(m["h"])), str(int(m["min"]))})
-    for m in _AMOUNT.finditer(s):
+    for m in _near_digits(_AMOUNT, s, _AMOUNT_LEAD):
         if taken(m):
             continue
         spans.append(m.span())
@@ -254,6 +258,23 @@ def facts_in(text: str, *, partial_dates: bool = False) -> Facts:
     return facts
 
 
+def _near_digits(pattern: re.Pattern[str], s: str, lead: int) -> Iterator[re.Match[str]]:
+    """`pattern.finditer(s)`, for a pattern whose every match has a digit at most `lead` characters
+    after its start: it is tried only at those positions. The same matches (each is the leftmost one
+    from where the last ended, and no other position can start one), without trying the pattern at
+    every position of a passage with few figures. `match(s, p)` sees s before p, as finditer does."""
+    pos = 0
+    while (digit := _DIGIT.search(s, pos)) is not None:
+        first = digit.start()
+        for start in range(max(pos, first - lead), first + 1):
+            if (m := pattern.match(s, start)) is not None:
+                yield m
+                pos = m.end()  # never empty: it holds a digit
+                break
+        else:
+            pos = first + 1
+
+
 def _glued(s: str, m: re.Match[str]) -> bool:
     """Digits that end an identifier ("v3", "ISO27001", "H1") are not a figure; "9am", "8km" are."""
     before = s[m.start() - 1] if m.start() else " "
@@ -284,4 +305,9 @@ def supported(figure: tuple[str, str], evidence: Facts) -> bool:
 
 def unsupported(sentence: str, evidence: Facts) -> list[tuple[str, str]]:
     """The figures of `sentence` that `evidence` (the cited passages' facts) does not state."""
-    return sorted(f for f in facts_in(sentence).figures if not supported(f, evidence))
+    return unsupported_figures(facts_in(sentence).figures, evidence)
+
+
+def unsupported_figures(figures: set[tuple[str, str]], evidence: Facts) -> list[tuple[str, str]]:
+    """Those of a sentence's `figures` (facts_in(sentence).figures) that `evidence` does not state."""
+    return sorted(f for f in figures if not supported(f, evidence))

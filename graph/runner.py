@@ -204,7 +204,7 @@ class ConversationRunner:
         if answerer.get("ms") is not None:
             timings["answer_ms"] = float(answerer["ms"])
         try:
-            await self.conversations.record_turn(
+            await self.conversations.write_turn(
                 turn_id=outcome.turn_id, session_id=outcome.session_id, user_id=scope.user_id,
                 tenant_id=scope.tenant_id, question=question, route=outcome.route, reason=outcome.reason,
                 answer=outcome.answer, top_score=outcome.top_score,
@@ -315,7 +315,7 @@ class ConversationRunner:
             return
         trace = dict(turn.trace)
         trace[key] = [*(trace.get(key) or []), item]  # type: ignore[misc]
-        await self.conversations.record_turn(
+        await self.conversations.write_turn(
             turn_id=turn.turn_id, session_id=turn.session_id, user_id=turn.user_id, tenant_id=turn.tenant_id,
             question=turn.question, route=turn.route, reason=turn.reason, answer=turn.answer,
             top_score=turn.top_score, passages=turn.passages, trace=trace, answerer=turn.answerer,

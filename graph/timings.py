@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from langchain_core.runnables import Runnable, RunnableConfig
+
 _CURRENT: ContextVar[dict[str, float] | None] = ContextVar("cairn_turn_timings", default=None)
 
 S = TypeVar("S")
@@ -66,12 +68,22 @@ def timed_call(name: str, call: Callable[..., T]) -> Callable[..., T]:
     return run
 
 
-def inline_router(route: Callable[[S], T]) -> Callable[[S], Awaitable[T]]:
-    """A router as a coroutine. LangGraph runs a plain function of an async graph on a worker
-    thread; a router only reads the state, and the hop to a thread and back costs more than it."""
+def inline_router(route: Callable[[S], T]) -> Runnable[S, T]:
+    """A router as a runnable that calls it in place. LangGraph runs a plain function of an async
+    graph on a worker thread, and an async one as a traced child run: a callback run and an asyncio
+    task of its own for every routing decision, three times a turn. A router only reads the state
+    and returns a node name, so it is called directly, on the loop, with nothing around it; the
+    branch reads the same state (LangGraph reads the source node's input schema for it)."""
+    return _InlineRouter(route)
 
-    @functools.wraps(route)
-    async def run(state: S) -> T:
-        return route(state)
 
-    return run
+class _InlineRouter(Runnable[S, T]):
+    def __init__(self, route: Callable[[S], T]) -> None:
+        self.route = route
+        self.name = getattr(route, "__name__", None)  # the branch's name, as LangGraph would give it
+
+    def invoke(self, input: S, config: RunnableConfig | None = None, **kwargs: Any) -> T:
+        return self.route(input)
+
+    async def ainvoke(self, input: S, config: RunnableConfig | None = None, **kwargs: Any) -> T:
+        return self.route(input)

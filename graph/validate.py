@@ -43,7 +43,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from graph.facts import Facts, facts_in, unsupported
+from graph.facts import Facts, facts_in, unsupported_figures
 from retrieval.sentences import split_sentences
 
 # The citation pattern, exported once: a bracket that may hold chunk ids (see citations_in).
@@ -177,7 +177,10 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
             if not valid:
                 problems.append({"kind": "uncited_sentence", "sentence": i})
             elif texts is not None:
-                missing = unsupported(plain_sentence(sentence), _evidence(valid, texts, evidence, effective or {}))
+                # The cited passages' figures are read only for a sentence that states a figure: one
+                # without any has nothing to look up (unsupported() of it is empty whatever they state).
+                stated = facts_in(plain_sentence(sentence)).figures
+                missing = stated and unsupported_figures(stated, _evidence(valid, texts, evidence, effective or {}))
                 if missing:
                     problems.append({"kind": "unsupported_number", "sentence": i, "count": len(missing)})
     if not cited:

@@ -150,6 +150,11 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
     """`terms_of(text)` gives analysed terms (the BM25 analyser's hashed tokens)."""
     if len({p.doc_id for p in passages}) < 2:
         return ConflictReport()
+    bodies = [body_of(p.text) for p in passages]
+    if not any(_superseding_sentences(body) or any(_located(s) for s, _ in _statements(body)) for body in bodies):
+        # Nothing states a quantity and nothing supersedes anything: no conflict and nothing set
+        # aside, whatever the question's terms (so they and the passages' are not looked up).
+        return ConflictReport()
     lexicon = _Lexicon(terms_of)
     vocabulary = frozenset().union(*(lexicon.content(f"{p.heading.replace('>', ' ')} {body_of(p.text)}")
                                      for p in passages))
@@ -171,14 +176,19 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
         if p.chunk_id in overridden:
             continue
         heading = p.heading.replace(">", " ")
-        heading_terms = lexicon.content(heading)
+        heading_terms: frozenset[int] | None = None  # looked up for the passage's first quantity
         for statement, header in _statements(body_of(p.text)):
+            located = _located(statement)
+            if not located:
+                continue  # no quantity in it, so nothing of it can conflict (its terms are not needed)
+            if heading_terms is None:
+                heading_terms = lexicon.content(heading)
             shared = (lexicon.content(statement) | lexicon.content(" ".join(header or ())) | heading_terms) & q_terms
             if not shared:
                 continue  # a conflict needs `need` shared terms on both sides; "supersedes" only one
             if excluded and excluded <= lexicon.content(statement) and _SCOPED.search(statement):
                 continue  # "outside trade-show weeks": the question sets this exception aside
-            for unit, value, raw, start, end in _located(statement):
+            for unit, value, raw, start, end in located:
                 subject, near = (_row_subject(statement, start, header, heading, lexicon) if header is not None
                                  else _sentence_subject(statement, start, end, lexicon))
                 about = subject or near  # its own subject when it has one, else the words around it

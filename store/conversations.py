@@ -62,9 +62,15 @@ class ConversationStore:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
 
+    # execute_fetchall is one round trip to the connection's thread; execute, fetchone and closing the
+    # cursor were three (a turn looks up its session and escalation and writes its record this way).
     async def _one(self, sql: str, args: tuple[Any, ...]) -> aiosqlite.Row | None:
-        async with self._conn.execute(sql, args) as cur:
-            return await cur.fetchone()
+        rows = await self._conn.execute_fetchall(sql, args)
+        return next(iter(rows), None)
+
+    async def _run(self, sql: str, args: tuple[Any, ...]) -> list[aiosqlite.Row]:
+        """A statement whose row count nobody needs (its RETURNING rows, if any), in one round trip."""
+        return list(await self._conn.execute_fetchall(sql, args))
 
     async def _changed(self, sql: str, args: tuple[Any, ...]) -> int:
         cur = await self._conn.execute(sql, args)
@@ -79,16 +85,14 @@ class ConversationStore:
                                     channel: str | None = None, thread_ts: str | None = None,
                                     surface: str = "cli", lang: str | None = None) -> SessionRecord:
         now = iso()
-        await self._changed(
+        rows = await self._run(
             "INSERT INTO sessions (session_id, user_id, tenant_id, channel, thread_ts, surface, lang,"
             " created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT(session_id) DO UPDATE SET updated_at=excluded.updated_at,"
-            " lang=COALESCE(excluded.lang, sessions.lang)",
+            " lang=COALESCE(excluded.lang, sessions.lang) RETURNING *",
             (session_id, user_id, tenant_id, channel, thread_ts, surface, lang, now, now),
         )
-        session = await self.get_session(session_id=session_id)
-        assert session is not None
-        return session
+        return SessionRecord(**dict(rows[0]))  # the row as written (RETURNING), not read back separately
 
     async def get_session(self, *, session_id: str) -> SessionRecord | None:
         row = await self._one("SELECT * FROM sessions WHERE session_id=?", (session_id,))
@@ -102,8 +106,24 @@ class ConversationStore:
                           answerer: str | None = None, model: str | None = None,
                           prompt_version: str | None = None, validation: dict[str, object] | None = None,
                           timings: dict[str, float] | None = None) -> TurnRecord:
-        """Write (or rewrite) a turn. `answer` is only ever the text the user was shown."""
-        await self._changed(
+        """Write (or rewrite) a turn and read it back. `answer` is only ever the text the user was shown."""
+        await self.write_turn(
+            turn_id=turn_id, session_id=session_id, user_id=user_id, tenant_id=tenant_id, question=question,
+            route=route, reason=reason, answer=answer, top_score=top_score, passages=passages, trace=trace,
+            answerer=answerer, model=model, prompt_version=prompt_version, validation=validation, timings=timings)
+        turn = await self.get_turn(turn_id=turn_id)
+        assert turn is not None
+        return turn
+
+    async def write_turn(self, *, turn_id: str, session_id: str, user_id: str, tenant_id: str, question: str,
+                         route: str | None, reason: str | None, answer: str | None, top_score: float | None,
+                         passages: list[dict[str, object]], trace: dict[str, object],
+                         answerer: str | None = None, model: str | None = None,
+                         prompt_version: str | None = None, validation: dict[str, object] | None = None,
+                         timings: dict[str, float] | None = None) -> None:
+        """`record_turn` without reading the row back (the runner has what it wrote). The statement
+        has committed when this returns, exactly as record_turn's write."""
+        await self._run(
             "INSERT OR REPLACE INTO turns (turn_id, session_id, user_id, tenant_id, question, route, reason,"
             " answer, top_score, passages, trace, answerer, model, prompt_version, validation, timings,"
             " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
@@ -112,9 +132,6 @@ class ConversationStore:
              _dump(passages), _dump(trace), answerer, model, prompt_version,
              None if validation is None else _dump(validation), _dump(timings or {}), turn_id, iso()),
         )
-        turn = await self.get_turn(turn_id=turn_id)
-        assert turn is not None
-        return turn
 
     async def get_turn(self, *, turn_id: str) -> TurnRecord | None:
         row = await self._one("SELECT * FROM turns WHERE turn_id=?", (turn_id,))
@@ -137,7 +154,7 @@ class ConversationStore:
         escalation_id = escalation_id_for(turn_id)
         now = utcnow()
         deadline = iso(now + timedelta(hours=deadline_hours)) if deadline_hours else None
-        await self._changed(
+        await self._run(
             "INSERT OR IGNORE INTO escalations (escalation_id, session_id, turn_id, tenant_id, user_id,"
             " question, reason, transcript, passages, top_score, status, deadline_at, created_at)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?)",
@@ -183,7 +200,7 @@ class ConversationStore:
 
     async def append_to_escalation(self, *, escalation_id: str, author: str, text: str) -> None:
         """A follow-up from the user while a person is on it: kept on the escalation's transcript."""
-        await self._changed(
+        await self._run(
             "UPDATE escalations SET transcript = transcript || CASE WHEN transcript='' THEN '' ELSE char(10) END"
             " || ? WHERE escalation_id=?", (f"{author}: {text}", escalation_id))
 

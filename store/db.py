@@ -232,6 +232,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE answer_vectors ADD COLUMN ml_dim INTEGER;
     ALTER TABLE answer_vectors ADD COLUMN ml_vecs BLOB;
     """,
+    # A session's open escalation, looked up before every turn: without it the lookup read every open
+    # escalation of every session (escalations_status), a cost that grew with the queue.
+    """
+    CREATE INDEX IF NOT EXISTS escalations_session ON escalations (session_id, status, created_at);
+    """,
 )
 
 

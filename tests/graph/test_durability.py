@@ -139,3 +139,26 @@ async def test_an_admin_can_answer_a_turn_that_failed_with_an_error(open_home) -
                                             reply=admin_reply("It is GBP 210.", "m-1"))
         assert delivered is not None and delivered.answer == "Answer from Dana: It is GBP 210."
         assert (await svc.runner.ask(session_id="s-err", scope=bob(svc), question=LONDON)).route == "answer"
+
+
+async def test_the_checkpoint_a_turn_starts_from_is_the_one_the_library_reads(open_home) -> None:
+    """graph/checkpoint.py reads the latest checkpoint in fewer round trips: the same tuple as the
+    library's reader, pending writes (the interrupt a resume needs) included."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async def both(saver: AsyncSqliteSaver) -> tuple[object, object]:
+        config = {"configurable": {"thread_id": "s-same"}}
+        return await saver.aget_tuple(config), await AsyncSqliteSaver.aget_tuple(saver, config)  # type: ignore[arg-type]
+
+    async with open_home() as svc:
+        saver = svc.graph.checkpointer
+        assert await both(saver) == (None, None)
+        asked = await svc.runner.ask(session_id="s-same", scope=bob(svc), question=UNKNOWN)
+        ours, theirs = await both(saver)
+        assert ours == theirs and ours is not None
+        assert any(channel == "__interrupt__" for _, channel, _ in ours.pending_writes)  # type: ignore[attr-defined]
+    async with open_home() as svc:  # after a restart, resumed from it
+        await svc.runner.resume(escalation_id=asked.escalation.escalation_id,  # type: ignore[union-attr]
+                                reply=admin_reply("Only guide dogs.", "m-1"))
+        ours, theirs = await both(svc.graph.checkpointer)
+        assert ours == theirs and ours is not None and ours.parent_config is not None  # type: ignore[attr-defined]

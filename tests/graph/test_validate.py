@@ -234,3 +234,22 @@ def test_arabic_month_names_make_dates() -> None:
     assert validate_answer(f"يسري المعدل الجديد من ١ يوليو ٢٠٢٦ [{A}].", SENT, texts=texts).ok
     moved = validate_answer(f"يسري المعدل الجديد من ١ أغسطس ٢٠٢٦ [{A}].", SENT, texts=texts)
     assert [p["kind"] for p in moved.problems] == ["unsupported_number"]
+
+
+def test_a_passage_is_read_for_figures_only_when_a_sentence_citing_it_states_one(monkeypatch) -> None:
+    import graph.validate as validate
+
+    read: list[str] = []
+    real = validate._passage_facts.__wrapped__
+
+    def counting(text: str) -> object:
+        read.append(text)
+        return real(text)
+
+    monkeypatch.setattr(validate, "_passage_facts", counting)
+    words = f"Hotels must be booked through the travel portal [{A}]. Receipts are required [{A}, {B}]."
+    assert validate_answer(words, SENT, texts=TEXTS).ok and read == []
+    # the verdicts themselves are what they were: a figure still needs a passage that states it
+    assert validate_answer(f"{words} London is GBP 210 [{A}].", SENT, texts=TEXTS).ok and read == [TEXTS[A]]
+    failed = validate_answer(f"{words} London is GBP 211 [{A}].", SENT, texts=TEXTS)
+    assert failed.problems == [{"kind": "unsupported_number", "sentence": 2, "count": 1}]

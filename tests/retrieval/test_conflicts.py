@@ -8,7 +8,14 @@ from dataclasses import dataclass
 import pytest
 from qdrant_edge import Bm25, Bm25Config
 
-from retrieval.conflicts import _bound, _Lexicon, _sentence_subject, detect_conflicts, extract_quantities
+from retrieval.conflicts import (
+    ConflictReport,
+    _bound,
+    _Lexicon,
+    _sentence_subject,
+    detect_conflicts,
+    extract_quantities,
+)
 
 _EN = Bm25(Bm25Config(language="english"))
 
@@ -196,3 +203,37 @@ def test_catalog_supersedes_orders_the_pair() -> None:
     report = detect_conflicts("What is the hotel limit in Boston?", [a, b], terms_of=terms,
                               supersedes=lambda x, y: (x, y) == ("events", "travel"))
     assert not report.found and report.overridden == {a.chunk_id}
+
+
+def test_a_statement_without_a_quantity_is_not_analysed() -> None:
+    """Only statements that state a quantity can conflict, so only theirs are looked up."""
+    from types import SimpleNamespace
+
+    seen: list[str] = []
+
+    def terms(text: str) -> set[int]:
+        seen.append(text)
+        return {hash(w) for w in text.lower().replace(".", " ").split() if len(w) > 3}
+
+    passages = [SimpleNamespace(chunk_id=f"t:{d}:v1:0000", doc_id=d, version="v1", title=d, heading=f"{d} > Leave",
+                                text=f"{d} > Leave\nParental leave is generous here. Parental leave is {n} weeks.",
+                                effective_at=None) for d, n in (("a", 12), ("b", 16))]
+    report = detect_conflicts("How many weeks of parental leave?", passages, terms_of=terms)
+    assert report.found and report.conflicts[0].unit == "week"
+    assert "Parental leave is generous here." not in seen
+
+
+def test_passages_without_quantities_or_superseding_are_not_analysed() -> None:
+    from types import SimpleNamespace
+
+    seen: list[str] = []
+
+    def terms(text: str) -> set[int]:
+        seen.append(text)
+        return {hash(w) for w in text.lower().split()}
+
+    passages = [SimpleNamespace(chunk_id=f"t:{d}:v1:0000", doc_id=d, version="v1", title=d, heading=f"{d} > Leave",
+                                text=f"{d} > Leave\nParental leave is generous here.", effective_at=None)
+                for d in ("a", "b")]
+    assert detect_conflicts("How much parental leave?", passages, terms_of=terms) == ConflictReport()
+    assert seen == []

@@ -48,6 +48,28 @@ async def test_turn_round_trip_and_rewrite(store: ConversationStore) -> None:
     assert [t.turn_id for t in await store.list_turns(session_id="s-1")] == ["t-1"]
 
 
+async def test_write_turn_writes_what_record_turn_reads_back(store: ConversationStore) -> None:
+    values: dict[str, object] = {
+        "session_id": "s-1", "user_id": "U1", "tenant_id": "acme", "question": "q?", "route": "answer",
+        "reason": None, "answer": "A [acme:x:v1:0000]", "top_score": 0.7,
+        "passages": [{"chunk_id": "acme:x:v1:0000", "score": 0.7}], "trace": {"route_fired": "validate→END"},
+        "answerer": "extractive", "prompt_version": "extractive-v1", "validation": {"ok": True},
+        "timings": {"total_ms": 12.5}}
+    assert await store.write_turn(turn_id="t-w", **values) is None  # type: ignore[arg-type]
+    recorded = await store.record_turn(turn_id="t-r", **values)  # type: ignore[arg-type]
+    written = await store.get_turn(turn_id="t-w")
+    assert written is not None
+    assert {**vars(written), "turn_id": "t-r", "created_at": recorded.created_at} == vars(recorded)
+
+
+async def test_a_sessions_open_escalation_is_found_through_its_own_index(
+        store: ConversationStore, conn: aiosqlite.Connection) -> None:
+    async with conn.execute("EXPLAIN QUERY PLAN SELECT * FROM escalations WHERE session_id=? AND status='open'"
+                            " ORDER BY created_at DESC LIMIT 1", ("s-1",)) as cur:
+        plan = " ".join(str(row[-1]) for row in await cur.fetchall())
+    assert "escalations_session" in plan and "TEMP B-TREE" not in plan
+
+
 async def test_open_escalation_is_idempotent_by_turn(store: ConversationStore) -> None:
     first = await open_one(store, deadline_hours=24)
     second = await open_one(store, reason="answer_validation_failed")
