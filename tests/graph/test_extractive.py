@@ -44,10 +44,14 @@ class CountingEmbedder:
 
 
 def _request(question: str) -> AnswerRequest:
-    passage = Passage(chunk_id="t:facilities/parking:v1:0000", doc_id="facilities/parking", version="v1",
-                      title="Parking", source_path="parking.md", page=None, heading="Parking", text=TEXT,
-                      score=0.8, rrf=0.03, owner=None, policy_id=None, lang="en")
+    passage = _passage("facilities/parking", "Parking", TEXT, score=0.8)
     return AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
+
+
+def _passage(doc: str, title: str, text: str, *, heading: str | None = None, score: float = 0.6) -> Passage:
+    return Passage(chunk_id=f"t:{doc}:v1:0000", doc_id=doc, version="v1", title=title, source_path=f"{doc}.md",
+                   page=None, heading=heading or title, text=text, score=score, rrf=0.03, owner=None, policy_id=None,
+                   lang="en")
 
 
 async def test_stored_vectors_shortlist_what_is_encoded_and_the_answer_stays_the_same(embedder: Embedder) -> None:
@@ -115,9 +119,7 @@ async def test_a_sentence_that_only_restates_the_question_brings_the_answer_next
     text = ("# Phishing Programme\n\nThe Security team sends simulated phishing emails to every team member to test"
             " how well they spot phishing. At a minimum, one campaign takes place each fiscal quarter."
             " Reports go to the security inbox.\n")
-    passage = Passage(chunk_id="t:security/phishing:v1:0000", doc_id="security/phishing", version="v1",
-                      title="Phishing Programme", source_path="phishing.md", page=None, heading="Phishing Programme",
-                      text=text, score=0.7, rrf=0.03, owner=None, policy_id=None, lang="en")
+    passage = _passage("security/phishing", "Phishing Programme", text, score=0.7)
     request = AnswerRequest(question="How often does the security team send simulated phishing emails?",
                             language="en", passages=[passage], min_score=0.3, messages=[])
     shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
@@ -133,20 +135,16 @@ async def test_a_place_s_row_is_quoted_without_the_rows_of_other_places(embedder
                                                                           shown: str, never: tuple[str, ...]) -> None:
     text = ("Travel > Hotels\nThe company pays up to the following nightly limits, before taxes:\n"
             "City | Nightly limit\nBoston | USD 250\nLondon | GBP 210\nDubai | AED 900\nAny other city | USD 180\n")
-    passage = Passage(chunk_id="t:finance/travel:v1:0002", doc_id="finance/travel", version="v1", title="Travel",
-                      source_path="travel.md", page=None, heading="Travel > Hotels", text=text, score=0.6,
-                      rrf=0.03, owner=None, policy_id=None, lang="en")
+    passage = _passage("finance/travel", "Travel", text, heading="Travel > Hotels")
     request = AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
     answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
     assert shown in answer and not any(other in answer for other in never), answer
 
 
 def _benefits(country: str, text: str, score: float) -> Passage:
-    doc = f"benefits/{country.lower()}"
-    return Passage(chunk_id=f"t:{doc}:v1:0000", doc_id=doc, version="v1", title=f"Benefits in {country}",
-                   source_path=f"{doc}.md", page=None, heading=f"Benefits in {country} > Retirement",
-                   text=f"Benefits in {country} > Retirement\n{text}", score=score, rrf=0.03, owner=None,
-                   policy_id=None, lang="en")
+    heading = f"Benefits in {country} > Retirement"
+    return _passage(f"benefits/{country.lower()}", f"Benefits in {country}", f"{heading}\n{text}", heading=heading,
+                    score=score)
 
 
 async def test_a_question_about_one_country_is_answered_from_its_page_with_the_figure_that_follows(
@@ -190,9 +188,7 @@ async def test_an_arabic_question_the_glossary_knows_is_also_read_in_english_ove
     text = ("# Travel Expenses\n\nYour working day on a trip starts when you leave home. Meals while travelling on"
             " company business are reimbursable up to USD 100 per day. Keep the receipts for every day of travel."
             " Laundry on trips of five nights or more is reimbursable.\n")
-    passage = Passage(chunk_id="t:finance/expenses:v1:0000", doc_id="finance/expenses", version="v1",
-                      title="Travel Expenses", source_path="expenses.md", page=None, heading="Travel Expenses",
-                      text=text, score=0.6, rrf=0.03, owner=None, policy_id=None, lang="en")
+    passage = _passage("finance/expenses", "Travel Expenses", text)
     candidates = [s.scored_text for s in _candidates(text)]
     row = {"texts": json.dumps(candidates), "dim": 384, "vecs": embedder.encode_standalone(candidates)
            .astype(np.float16).tobytes(), "ml_dim": 512,
@@ -215,9 +211,7 @@ async def test_an_arabic_question_the_glossary_knows_is_also_read_in_english_ove
 async def test_a_line_break_written_as_html_in_a_table_cell_is_shown_as_a_separator(embedder: Embedder) -> None:
     text = ("Leave > Pay\nLeave | Pay while away\nMedical leave | 100% for 4 weeks<br>Then 60% for 8 weeks<br/>"
             "After 12 weeks: unpaid\n")
-    passage = Passage(chunk_id="t:hr/leave-pay:v1:0000", doc_id="hr/leave-pay", version="v1", title="Leave",
-                      source_path="leave.md", page=None, heading="Leave > Pay", text=text, score=0.6, rrf=0.03,
-                      owner=None, policy_id=None, lang="en")
+    passage = _passage("hr/leave-pay", "Leave", text, heading="Leave > Pay")
     request = AnswerRequest(question="How am I paid during medical leave?", language="en", passages=[passage],
                             min_score=0.3, messages=[])
     answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
