@@ -275,11 +275,7 @@ class SentenceReranker:
             return 0.0
         sents = unpack_vectors(row["sentence_vecs"], row["sent_dim"])
         if language == "en" and cand.lang == "en" and q_en is not None:
-            chunk = unpack_vectors(row["chunk_vec"], row["dim"])
-            chunk_cos = float(chunk[0] @ q_en) if chunk is not None else 0.0
-            best = float((sents @ q_en).max()) if sents is not None and len(sents) else chunk_cos
-            base = SENTENCE_WEIGHT * best + (1 - SENTENCE_WEIGHT) * chunk_cos
-            floor = COVERAGE_FLOOR
+            base, floor = _minilm_reading(row, sents, q_en), COVERAGE_FLOOR
         elif q_ml is not None:
             ml = unpack_vectors(row["ml_vec"], row["ml_dim"])
             chunk_cos = float(ml[0] @ q_ml) if ml is not None else 0.0
@@ -288,11 +284,7 @@ class SentenceReranker:
             best = float((sents @ q_ml).max()) if same_space else chunk_cos
             base = ML_SCALE * (ML_SENTENCE_WEIGHT * best + (1 - ML_SENTENCE_WEIGHT) * chunk_cos) + ML_SHIFT
             if q_gl is not None and cand.lang == "en":
-                chunk = unpack_vectors(row["chunk_vec"], row["dim"])
-                en_chunk = float(chunk[0] @ q_gl) if chunk is not None else 0.0
-                en_best = float((sents @ q_gl).max()) if sents is not None and len(sents) \
-                    and sents.shape[1] == q_gl.shape[0] else en_chunk
-                base = max(base, SENTENCE_WEIGHT * en_best + (1 - SENTENCE_WEIGHT) * en_chunk)
+                base = max(base, _minilm_reading(row, sents, q_gl))
         else:  # an Arabic question with the multilingual model switched off: no comparable vector
             return 0.0
         same_language = language == cand.lang or language == "mixed"
@@ -305,6 +297,15 @@ class SentenceReranker:
             coverage = sum(bool(g & chunk_terms) for g in groups) / len(groups)
             base *= GLOSSARY_COVERAGE_FLOOR + (1 - GLOSSARY_COVERAGE_FLOOR) * coverage
         return min(base, 1.0)
+
+
+def _minilm_reading(row: Any, sents: np.ndarray | None, q: np.ndarray) -> float:
+    """An English chunk's score for a MiniLM query vector: its best sentence and the whole chunk."""
+    chunk = unpack_vectors(row["chunk_vec"], row["dim"])
+    chunk_cos = float(chunk[0] @ q) if chunk is not None else 0.0
+    same_space = sents is not None and len(sents) and sents.shape[1] == q.shape[0]
+    best = float((sents @ q).max()) if same_space else chunk_cos
+    return SENTENCE_WEIGHT * best + (1 - SENTENCE_WEIGHT) * chunk_cos
 
 
 class CrossEncoderReranker:

@@ -163,13 +163,14 @@ class ExtractiveAnswerer:
 
     async def _score_all(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                          multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
-        english: dict[str, np.ndarray] = {}
+        english: tuple[str, dict[str, np.ndarray]] | None = None
         if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
             exact = {**await self._prepared(passages, multilingual=True),
                      **await self._stored(passages, DENSE_SIZES[DENSE_ML])}
             approx: dict[str, np.ndarray] = {}
-            if glossary_query(question):  # …and MiniLM's of the English ones, for its English words
-                english = await self._prepared(passages)
+            in_english = glossary_query(question)
+            if in_english:  # …and MiniLM's of the English ones, for its English words
+                english = (in_english, await self._prepared(passages))
         else:
             exact = await self._prepared(passages)
             approx = {} if all(s.scored_text in exact for s in sentences) else \
@@ -195,17 +196,18 @@ class ExtractiveAnswerer:
 
     def _score(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                multilingual: bool, exact: Mapping[str, np.ndarray],
-               approx: Mapping[str, np.ndarray], english: Mapping[str, np.ndarray] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+               approx: Mapping[str, np.ndarray],
+               english: tuple[str, Mapping[str, np.ndarray]] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Total score and cosine per sentence. `exact` vectors are used as they are; English
         sentences without one are shortlisted with the `approx` ones, and a sentence left off the
-        shortlist scores -inf."""
+        shortlist scores -inf. `english`: an Arabic question's English words and the MiniLM vectors
+        of the sentences, each of which keeps the better of the two cosines."""
         rest = _features(question, sentences, passages)
         encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
         q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
-        english = english or {}
-        gq = glossary_query(question) if english else None
-        q_gl = np.asarray(self.embedder.encode_sentences([gq]), dtype=np.float32)[0] if gq else None
+        in_english, english_vecs = english or ("", {})
+        # cached too: the search embedded the English words
+        q_gl = np.asarray(self.embedder.encode_sentences([in_english]), dtype=np.float32)[0] if english_vecs else None
         cosine = np.full(len(sentences), -1.0, dtype=np.float32)
         total = np.full(len(sentences), -np.inf, dtype=np.float32)
 
@@ -215,8 +217,8 @@ class ExtractiveAnswerer:
             vecs = dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True)) if fresh else {}
             for i in indices:
                 cosine[i] = float(exact.get(sentences[i].scored_text, vecs.get(sentences[i].scored_text)) @ q)
-                if q_gl is not None and sentences[i].scored_text in english:
-                    cosine[i] = max(cosine[i], float(english[sentences[i].scored_text] @ q_gl))
+                if q_gl is not None and sentences[i].scored_text in english_vecs:
+                    cosine[i] = max(cosine[i], float(english_vecs[sentences[i].scored_text] @ q_gl))
                 total[i] = cosine[i] + rest[i]
 
         ready = {i for i, s in enumerate(sentences) if s.scored_text in exact}
