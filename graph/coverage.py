@@ -80,12 +80,11 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "spectacles": "eyewear glasses eyeglasses", "eyeglasses": "eyewear glasses spectacles",
     }.items()}
 # A passage with one of these covers any place or population the question names…
-_CATCH_ALL = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
-                        r"all (?:staff|employees|offices|countries|locations)|everyone|every employee)\b",
-                        re.IGNORECASE)
+_EVERY_OTHER = r"any other|all other|every other|elsewhere|other cities|other countries"
+_CATCH_ALL = re.compile(rf"\b(?:{_EVERY_OTHER}|all (?:staff|employees|offices|countries|locations)|everyone|"
+                        r"every employee)\b", re.IGNORECASE)
 # …but only these cover a site ("the London office"): a rule for everyone says nothing of how it works.
-_ANY_SITE = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
-                       r"all (?:offices|countries|locations|sites))\b", re.IGNORECASE)
+_ANY_SITE = re.compile(rf"\b(?:{_EVERY_OTHER}|all (?:offices|countries|locations|sites))\b", re.IGNORECASE)
 # "I joined in 2022": the asker's situation, not the year a rule is asked for.
 _SITUATION_YEAR = re.compile(r"\b(?:I|I've|I'm|we|my)\b[^.?!,;]{0,30}?\b(?:in|since|from)\s+((?:19|20)\d\d)\b",
                              re.IGNORECASE)

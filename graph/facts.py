@@ -70,12 +70,13 @@ _CURRENCY = re.compile(rf"us\$|a\$|c\$|s\$|[$£€¥₹﷼]|\b(?:{_CODE})\b|(?<!
                        re.IGNORECASE)
 _TIME = re.compile(r"\b(?P<h>\d{1,2}):(?P<min>\d{2})\b")
 _NUMBER = re.compile(_NUM)
-_UNITS = {w: n for n, w in enumerate(
+# Number words up to nineteen (graph/answerers/features.py reads spans of time with them too).
+NUMBER_UNITS = {w: n for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen".split())}
 _TENS = {w: 10 * n for n, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if n > 1}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
-_NUMBER_WORD = "|".join([*_UNITS, *_TENS, *_SCALES])
+_NUMBER_WORD = "|".join([*NUMBER_UNITS, *_TENS, *_SCALES])
 _NUMBER_WORDS = re.compile(rf"\b(?:{_NUMBER_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}))*\b", re.IGNORECASE)
 
 
@@ -167,8 +168,8 @@ def _words_value(words: str) -> int | None:
         if w == "and" or not w:
             continue
         seen = True
-        if w in _UNITS:
-            current += _UNITS[w]
+        if w in NUMBER_UNITS:
+            current += NUMBER_UNITS[w]
         elif w in _TENS:
             current += _TENS[w]
         elif w == "hundred":

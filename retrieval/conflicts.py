@@ -156,8 +156,8 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
         # aside, whatever the question's terms (so they and the passages' are not looked up).
         return ConflictReport()
     lexicon = _Lexicon(terms_of)
-    vocabulary = frozenset().union(*(lexicon.content(f"{p.heading.replace('>', ' ')} {body_of(p.text)}")
-                                     for p in passages))
+    vocabulary = frozenset().union(*(lexicon.content(f"{p.heading.replace('>', ' ')} {body}")
+                                     for p, body in zip(passages, bodies, strict=True)))
     excluded = frozenset().union(*(lexicon.content(scope) for scope in negated_scopes(question)))
     # Only the question's words the passages know count: a chatty question ("hey, quick one, I'm
     # heading to …") must not dilute the half-the-terms rule with words no policy uses. A
@@ -172,12 +172,12 @@ def detect_conflicts(question: str, passages: Sequence[PassageLike], *, terms_of
     by_chunk = {p.chunk_id: p for p in passages}
     overridden: set[str] = set(_superseded_by_text(passages, q_terms, lexicon))
     quantities: list[Quantity] = []
-    for p in passages:
+    for p, body in zip(passages, bodies, strict=True):
         if p.chunk_id in overridden:
             continue
         heading = p.heading.replace(">", " ")
         heading_terms: frozenset[int] | None = None  # looked up for the passage's first quantity
-        for statement, header in _statements(body_of(p.text)):
+        for statement, header in _statements(body):
             located = _located(statement)
             if not located:
                 continue  # no quantity in it, so nothing of it can conflict (its terms are not needed)

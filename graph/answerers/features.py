@@ -29,7 +29,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import date
 
-from graph.facts import ARABIC_DIGITS
+from graph.facts import ARABIC_DIGITS, NUMBER_UNITS
 from retrieval.glossary import english_terms, normalise
 
 _TOKEN = re.compile(r"\w+")
@@ -404,7 +404,6 @@ def range_fit(amount: float | None, sentence: str) -> float:
 # "for less than 1 year", "more than 10 business days", "6 hours or more"), in days.
 _SPAN_UNIT = {"hour": 1 / 24, "day": 1.0, "night": 1.0, "business day": 1.4, "working day": 1.4, "week": 7.0,
               "month": 30.0, "year": 365.0}
-_SPAN_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
 _SPAN_NUMBER = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _SPAN_UNITS = r"(hour|day|night|business day|working day|week|month|year)s?"
 _ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than)|after|for|within|of)\s+"
@@ -416,7 +415,7 @@ _BELOW = ("less than", "under", "fewer than", "up to", "at most", "no more than"
 
 
 def _span_days(number: str, unit: str) -> float:
-    n = 1.0 if number.lower() in ("a", "an") else float(_SPAN_WORDS.get(number.lower(), number))
+    n = 1.0 if number.lower() in ("a", "an") else float(NUMBER_UNITS.get(number.lower(), number))
     return n * _SPAN_UNIT[unit.lower()]
 
 
