@@ -100,17 +100,9 @@ class ConversationStore:
 
     # -- turns ----------------------------------------------------------------------------------
 
-    async def record_turn(self, *, turn_id: str, session_id: str, user_id: str, tenant_id: str, question: str,
-                          route: str | None, reason: str | None, answer: str | None, top_score: float | None,
-                          passages: list[dict[str, object]], trace: dict[str, object],
-                          answerer: str | None = None, model: str | None = None,
-                          prompt_version: str | None = None, validation: dict[str, object] | None = None,
-                          timings: dict[str, float] | None = None) -> TurnRecord:
-        """Write (or rewrite) a turn and read it back. `answer` is only ever the text the user was shown."""
-        await self.write_turn(
-            turn_id=turn_id, session_id=session_id, user_id=user_id, tenant_id=tenant_id, question=question,
-            route=route, reason=reason, answer=answer, top_score=top_score, passages=passages, trace=trace,
-            answerer=answerer, model=model, prompt_version=prompt_version, validation=validation, timings=timings)
+    async def record_turn(self, *, turn_id: str, **fields: Any) -> TurnRecord:
+        """`write_turn`, then the turn as stored (its `created_at` kept from the first write)."""
+        await self.write_turn(turn_id=turn_id, **fields)
         turn = await self.get_turn(turn_id=turn_id)
         assert turn is not None
         return turn
@@ -121,8 +113,8 @@ class ConversationStore:
                          answerer: str | None = None, model: str | None = None,
                          prompt_version: str | None = None, validation: dict[str, object] | None = None,
                          timings: dict[str, float] | None = None) -> None:
-        """`record_turn` without reading the row back (the runner has what it wrote). The statement
-        has committed when this returns, exactly as record_turn's write."""
+        """Write (or rewrite) a turn; `answer` is only ever the text the user was shown. The statement
+        has committed when this returns (`record_turn` also reads the row back; the runner has what it wrote)."""
         await self._run(
             "INSERT OR REPLACE INTO turns (turn_id, session_id, user_id, tenant_id, question, route, reason,"
             " answer, top_score, passages, trace, answerer, model, prompt_version, validation, timings,"
