@@ -78,6 +78,10 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         # Things asked to be paid for, as staff say them and as policies write them.
         "present": "gift", "gift": "present", "glasses": "eyewear spectacles eyeglasses",
         "spectacles": "eyewear glasses eyeglasses", "eyeglasses": "eyewear glasses spectacles",
+        # A season is also its months: "over the winter holidays" is answered by "between December 23
+        # and January 1".
+        "winter": "december january february", "summer": "june july august",
+        "autumn": "september october november",
     }.items()}
 # A passage with one of these covers any place or population the question names…
 _EVERY_OTHER = r"any other|all other|every other|elsewhere|other cities|other countries"

@@ -82,6 +82,8 @@ _SCOPE_START = re.compile(
 # (graph/coverage.py's catch-all also covers populations: "all staff", "everyone").
 _ANY_PLACE = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
                         r"other locations|all (?:other )?(?:offices|countries|locations|cities))\b", re.IGNORECASE)
+# A figure: "4", "$3,000", "12-week", "1st", "15%"; not the digits of a name ("37signals", "B2B").
+_FIGURE = re.compile(r"(?<!\w)\d[\d.,]*(?:st|nd|rd|th|k)?(?!\w)")
 _NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't|excluded|ineligible|except)\b|لا|ليس|غير|باستثناء",
                        re.IGNORECASE)
 
@@ -236,14 +238,19 @@ class ExtractiveAnswerer:
 def _about_the_place_asked(question: str, passages: list[Passage]) -> list[Passage]:
     """Without the passages whose title or section names only other places than the one asked
     about, when another passage's names it: "does the company match retirement savings for Canadian
-    team members?" is answered from the Canada benefits page, not the Ireland one beside it."""
+    team members?" is answered from the Canada benefits page, not the Ireland one beside it. A page
+    whose title names no place may name it in its text ("… to complement Australia's Medicare"): then
+    it is the one about that place, and the UK benefits page beside it is set aside."""
     asked = features.places(question, widen=True)
     if not asked:
         return passages
     where = [features.places(f"{p.title}\n{p.heading}") for p in passages]
-    if not any(w & asked for w in where):
+    about = [bool(w & asked) or (not w and bool(features.places(p.text) & asked))
+             for p, w in zip(passages, where, strict=True)]
+    if not any(about):
         return passages
-    return [p for p, w in zip(passages, where, strict=True) if not w or w & asked or _for_any_place(p.heading)]
+    return [p for p, w, a in zip(passages, where, about, strict=True)
+            if not w or a or _for_any_place(p.heading)]
 
 
 def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> np.ndarray:
@@ -257,8 +264,10 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     rerank = np.array([passages[s.passage].score for s in sentences], dtype=np.float32)
     kind = features.answer_kind(question)
     amount, span = features.asked_amount(question), features.asked_span(question)
+    tiered = {s.passage for s in sentences if features.span_fit(span, s.scored_text) > 0}
     fit = np.array([features.kind_score(kind, s.text) + features.range_fit(amount, s.scored_text)
-                    + features.span_fit(span, s.scored_text) for s in sentences], dtype=np.float32)
+                    + features.span_fit(span, s.scored_text, tiered=s.passage in tiered) for s in sentences],
+                   dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)
     off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage]) and not _for_any_place(s.text)
@@ -400,8 +409,13 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         places = features.places(s.scored_text)
         return bool(asked_places and places) and not places & asked_places and not _for_any_place(s.text)
 
+    def said(s: _Sentence) -> bool:
+        """Already in the answer, perhaps from the overlap of two chunks of one page."""
+        return " ".join(s.text.split()).casefold() in {" ".join(p.text.split()).casefold() for p in picks}
+
     for found in (neighbour(1), neighbour(-1)):
-        if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]):
+        if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]) \
+                or said(found):
             continue
         if features.is_history(found.text) or elsewhere(found):
             continue  # an old value is never quoted beside the current one, nor another place's
@@ -411,7 +425,7 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
             break
-        if sentences[i] not in picks and not features.is_history(sentences[i].text) and not elsewhere(sentences[i]):
+        if not said(sentences[i]) and not features.is_history(sentences[i].text) and not elsewhere(sentences[i]):
             picks.append(sentences[i])
     return sorted(picks, key=lambda s: (s.passage, s.index))
 
@@ -427,7 +441,7 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     after = other.index > best.index
     if features.kind_score(kind, best.text) < 0 < features.kind_score(kind, other.text):
         return True
-    if _EXCEPTION_START.search(other.text) and (after or re.search(r"\d", best.text)):
+    if _EXCEPTION_START.search(other.text) and (after or _FIGURE.search(best.text)):
         return True
     if after and _SCOPE_START.search(other.text):
         return True
@@ -437,10 +451,10 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     if after and _NEGATION.search(other.text) and not _NEGATION.search(best.text) \
             and features.tokens(other.text) & features.tokens(best.text):
         return True  # "… are eligible." then "Store and warehouse roles are not eligible …"
-    if after and re.search(r"\d", other.text) and not re.search(r"\d", best.text) \
+    if after and _FIGURE.search(other.text) and not _FIGURE.search(best.text) \
             and (asked & features.tokens(other.text)) - features.tokens(best.text):
         return True
-    return after and similar and bool(re.search(r"\d", best.text))
+    return after and similar and bool(_FIGURE.search(best.text))
 
 
 def _for_any_place(sentence: str) -> bool:

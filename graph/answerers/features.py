@@ -116,7 +116,7 @@ _ARABIC_PLACE = [(english, re.compile(_arabic_place_pattern(n)))
 _AR = r"(?<![^\W\d_])(?:[وف]|[وف]?ب)?"  # start of an Arabic word, with its conjunction or preposition
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|far|soon|often|high|big)|what(?: is| are|'s|’s|s) the (?:\w+ ){0,3}"
-    r"(?:limit|rate|allowance|amount|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
+    r"(?:limit|rate|allowance|amount|max|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
     r"which day|what (?:percentage|amount|sum|share)|how many days)\b|"
     rf"{_AR}كم\b|{_AR}ما (?:هو |هي )?(?:ال)?(?:حد|مبلغ|بدل|نسبه|قيمه|مقدار|عدد|سعر|تكلفه|كلفه|مده|ميزانيه|"
     r"اقصي|ادني|اطول|اقصر|اكبر|اصغر|اعلي)\b|(?:من|في|بعد) اي يوم\b|الي اي حد\b",
@@ -407,7 +407,8 @@ _SPAN_UNIT = {"hour": 1 / 24, "day": 1.0, "night": 1.0, "business day": 1.4, "wo
 _SPAN_NUMBER = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _SPAN_UNITS = r"(hour|day|night|business day|working day|week|month|year)s?"
 _ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than)|after|for|within|of)\s+"
-                         rf"{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b", re.IGNORECASE)
+                         rf"{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b|"
+                         rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(?:after|into|later)\b", re.IGNORECASE)
 _SPAN_BOUND = re.compile(rf"\b(less than|under|fewer than|up to|at most|no more than|more than|over|longer than|"
                          rf"exceeds?|exceeding|at least)\s+{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|"
                          rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(or more|or longer|or less|or fewer)\b", re.IGNORECASE)
@@ -427,7 +428,8 @@ def asked_span(question: str) -> Span | None:
     365), or None."""
     found: set[Span] = set()
     for m in _ASKED_SPAN.finditer(question):
-        comparison, number, unit = (m[1], m[2], m[3]) if m[2] else (None, m[4], m[5])
+        comparison = m[1]  # "8 months after I joined", "a 6-month contract", "for less than a year"
+        number, unit = next((m[i], m[i + 1]) for i in (2, 4, 6) if m[i])
         days = _span_days(number, unit)
         if comparison:
             days *= 0.99 if comparison.lower() in ("less than", "under", "fewer than") else 1.01
@@ -435,21 +437,33 @@ def asked_span(question: str) -> Span | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
-def span_fit(span: Span | None, sentence: str) -> float:
+def span_fit(span: Span | None, sentence: str, *, tiered: bool = False) -> float:
     """RANGE_BONUS for a sentence whose threshold, counted in the same kind of unit, holds the span
-    asked about ("for less than 1 year, 4 weeks of pay" when let go after less than a year), else
-    nothing: the other side's threshold still says what does not apply."""
+    asked about ("for less than 1 year, 4 weeks of pay" when let go after less than a year). One whose
+    thresholds all exclude it loses RANGE_PENALTY when `tiered` (another sentence of its passage holds
+    the span: "for over 1 year, 2 weeks per year" is the other tier), else nothing: a lone threshold
+    on the other side still says what does not apply."""
+    holds = _span_holds(span, sentence)
+    if holds:
+        return RANGE_BONUS
+    return -RANGE_PENALTY if tiered and holds is False else 0.0
+
+
+def _span_holds(span: Span | None, sentence: str) -> bool | None:
+    """Whether one of the sentence's thresholds in the span's kind of unit holds it; None without one."""
     if span is None:
-        return 0.0
+        return None
     asked, in_hours = span
+    holds: bool | None = None
     for m in _SPAN_BOUND.finditer(sentence):
         word, number, unit = (m[1], m[2], m[3]) if m[2] else (m[6], m[4], m[5])
         if (unit.lower() == "hour") != in_hours:
             continue
         days = _span_days(number, unit)
         if (asked <= days) if word.lower() in _BELOW else (asked >= days):
-            return RANGE_BONUS
-    return 0.0
+            return True
+        holds = False
+    return holds
 
 
 def is_history(sentence: str, *, today: date | None = None) -> bool:

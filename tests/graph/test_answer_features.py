@@ -29,6 +29,7 @@ def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: s
     ("How many days of annual leave do I get?", "quantity"),
     ("What is the nightly hotel limit in London?", "quantity"),
     ("whats the hotel cap in dubai per night", "quantity"),
+    ("whats the yearly max gitlab reimburses for courses?", "quantity"),
     ("What’s the mileage rate?", "quantity"),
     ("From which day of sick leave do I need a certificate?", "quantity"),
     ("By when must I use carried-over leave?", "when"),
@@ -133,6 +134,13 @@ def test_a_question_s_span_of_time_prefers_the_threshold_that_holds_it() -> None
     assert features.span_fit(short, "Flights of 6 hours or more may be booked in premium economy.") == 0
     assert features.span_fit(features.asked_span("premium economy on a 12-hour flight?"),
                              "Flights of 6 hours or more may be booked in premium economy.") > 0
+    # A span counted from an event: "about 8 months after I joined" is 240 days.
+    joined = features.asked_span("If my contract is terminated about 8 months after I joined, what severance?")
+    assert joined == (240.0, False)
+    # In a passage of tiers, the tier that excludes the span loses; a lone threshold does not.
+    over = "If you have been with the company for over 1 year, you get 2 weeks per year."
+    assert features.span_fit(joined, over, tiered=True) < 0 == features.span_fit(joined, over)
+    assert features.span_fit(joined, "Staff parking costs USD 40 per month.", tiered=True) == 0
     # A rate is not a case: "days a year" states no span.
     assert features.asked_span("How many days a year can I work abroad?") is None
 
@@ -180,6 +188,7 @@ FLIGHTS = passage("For flights of 6 hours or more, you may book premium economy.
      [passage("Family bereavement: 5 days.", heading="Leave Policy > Bereavement Leave")], ("pet",)),
     ("What are the opening hours of the Tokyo office?", [OFFICES], ("Tokyo",)),
     ("What was the carry-over limit in 2019?", [CARRY], ("2019",)),
+    ("Is the office closed over the winter holidays?", [OFFICES], ("winter",)),
 ])
 def test_a_near_miss_names_what_the_evidence_lacks(question: str, passages: list[Passage],
                                                    missing: tuple[str, ...]) -> None:
@@ -193,6 +202,9 @@ def test_a_near_miss_names_what_the_evidence_lacks(question: str, passages: list
     ("What is the hotel limit in Paris?", [HOTELS]),  # "any other city"
     ("My flight to Dubai is 12 hours. Can I book premium economy?", [FLIGHTS]),  # the rule names no place
     ("What are the opening hours of the London office?", [OFFICES]),
+    # A season is covered by its months.
+    ("Is there a company meeting over the winter holidays?",
+     [passage("There is no company meeting between December 23 and January 1.", heading="Holidays")]),
 ])
 def test_answerable_questions_pass_the_gate(question: str, passages: list[Passage]) -> None:
     assert find_gap(question, passages, min_score=0.3) is None

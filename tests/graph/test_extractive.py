@@ -165,6 +165,40 @@ async def test_a_question_about_one_country_is_answered_from_its_page_with_the_f
     assert _about_the_place_asked("Is there a pension match in Germany?", [ireland, canada]) == [ireland, canada]
 
 
+def test_a_page_that_names_the_country_only_in_its_text_sets_aside_another_country_s_page() -> None:
+    australia = _passage("benefits/pty", "PTY Benefits", "Private health cover through a national insurer, "
+                         "designed to complement Australia's Medicare. The company pays up to AUD 500 a year.")
+    uk = _benefits("UK", "Full outpatient cover with no excess.", 0.5)
+    other = _passage("benefits/all", "Benefits", "Everyone gets a wellbeing allowance.")
+    question = "How much does the company put towards private health cover in Australia?"
+    assert _about_the_place_asked(question, [uk, australia, other]) == [australia, other]
+    assert _about_the_place_asked("Is there private health cover in Japan?", [uk, australia]) == [uk, australia]
+
+
+async def test_a_sentence_two_chunks_of_one_page_share_is_quoted_once(embedder: Embedder) -> None:
+    shared = "Reimbursements are paid out within 7-10 days of approval."
+    first = _passage("finance/claims", "Claims", f"Claims\nSubmit claims in the expense tool. {shared}", score=0.7)
+    second = Passage(**{**first.__dict__, "chunk_id": "t:finance/claims:v1:0001",
+                        "text": f"Claims\n{shared} Late claims are paid in the next cycle."})
+    request = AnswerRequest(question="How long until a reimbursement is paid back?", language="en",
+                            passages=[first, second], min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert answer.count("7-10 days") == 1, answer
+
+
+async def test_in_a_passage_of_tiers_the_tier_that_holds_the_asker_s_case_is_quoted(embedder: Embedder) -> None:
+    text = ("Severance\nIf your employment or contract with Acme42 is terminated, you may be eligible for a "
+            "severance package. In most cases, if you've been with the company for less than 1 year, you'll be "
+            "offered a lump sum equivalent to 4 weeks pay. If you've been with the company for over 1 year, you'll "
+            "be offered an additional 2 weeks pay for every year of employment.")
+    passage = _passage("hr/severance", "Severance", text, score=0.5)
+    request = AnswerRequest(question="If my contract is terminated about 8 months after I joined, what severance "
+                                     "would I normally be offered?", language="en", passages=[passage],
+                            min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "4 weeks pay" in answer, answer
+
+
 async def test_the_answer_reuses_the_scoring_of_the_closest_sentence(embedder: Embedder) -> None:
     """The tools node's closest sentence (a chatty or cross-language question's conflict check) and the
     answer score the same sentences once."""
