@@ -75,6 +75,9 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
         "wedding": "marriage married", "marriage": "wedding married",
+        "trip": "travel traveling travelling", "reimbursement": "reimburse reimbursed expense expenses expensed",
+        "overseas": "international abroad foreign", "abroad": "international overseas foreign",
+        "international": "overseas abroad foreign", "reservist": "military reserve reserves",
         # Things asked to be paid for, as staff say them and as policies write them.
         "present": "gift", "gift": "present", "glasses": "eyewear spectacles eyeglasses",
         "spectacles": "eyewear glasses eyeglasses", "eyeglasses": "eyewear glasses spectacles",
@@ -190,7 +193,8 @@ def _passage_text(p: Passage) -> str:
 _ITEM = r"(?P<item>(?:[\w'-]+ ){0,3}?[\w'-]+(?: or (?:[\w'-]+ ){0,2}[\w'-]+)?)"
 _PAID_ITEM = [
     re.compile(r"\b(?:do|does|did|will|would|can|could|may|might)\b[^?.!]*?\b(?:pay|pays|cover|covers|reimburse|"
-               r"reimburses|refund|refunds)(?: for)? (?:(?:a|an|the|my|our|any|some|me|us) )*" + _ITEM +
+               r"reimburses|refund|refunds)(?: (?:out|back))?(?: for)? (?:(?:a|an|the|my|our|any|some|me|us) )*"
+               r"(?!(?:out|back)\b)" + _ITEM +  # "will they pay out …": the item comes after the particle
                r"(?= (?:for|at|in|on|when|while|if|during|after|before|from|with|to|as|of)\b|[?.!,]|$)", re.IGNORECASE),
     re.compile(r"\b(?:can|could|may) (?:i|we) (?:expense|claim|claim for|get reimbursed for) (?:(?:a|an|the|my|our|any|"
                r"some) )*" + _ITEM + r"(?= (?:for|at|in|on|when|while|if|during|after|before|from|with|to|as|that|"

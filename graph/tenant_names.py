@@ -39,7 +39,7 @@ WORD = re.compile(r"[\w'’-]+")
 BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpot, 37signals
 # Addresses, paths and handles: their lower case says nothing about how the word is written in prose.
 _NOT_PROSE = re.compile(r"[@#/]|\w[.:]\w")
-_POSSESSIVE = re.compile(r"['’]s$")
+_POSSESSIVE = re.compile(r"['’]s$|(?<=s)['’]$")  # "GitLab's", "37signals'"
 # Regions are where, not who: "Northern European cities" is answered by a list of Danish and
 # Swedish ones. (Countries and cities have their own rule in graph/coverage.py.)
 _REGIONS = frozenset("north south east west northern southern eastern western central europe european asia asian "
@@ -51,7 +51,7 @@ Names = Mapping[str, frozenset[str]]  # name → ids of the documents that use i
 def word_key(word: str) -> str:
     """How a word of a question or a document is looked up: lower case, without a possessive."""
     low = word.lower()
-    return _POSSESSIVE.sub("", low) if low.endswith(("'s", "’s")) else low
+    return _POSSESSIVE.sub("", low) if low.endswith(("'s", "’s", "s'", "s’")) else low
 
 
 @dataclass(frozen=True)

@@ -281,8 +281,13 @@ def _says_supersedes(text: str) -> bool:
 def _different_subjects(a: Quantity, b: Quantity) -> bool:
     """Each number's own subject has a word the other side's wording lacks ("medical leave" vs
     "parental leave", "life insurance coverage" vs "maximum benefit"): two different quantities
-    that happen to share the question's words. One subject inside the other is the same thing."""
-    return bool(a.subject and b.subject and a.subject - b.near and b.subject - a.near)
+    that happen to share the question's words. One subject inside the other is the same thing. A
+    number without a subject of its own ("pays at the top 10% for our industry") is about something
+    else than one whose subject none of its neighbouring words names ("up to 6% of your salary")."""
+    if a.subject and b.subject:
+        return bool(a.subject - b.near and b.subject - a.near)
+    one, other = (a, b) if a.subject else (b, a)
+    return bool(one.subject) and not one.subject & other.near
 
 
 class _Lexicon:

@@ -63,10 +63,37 @@ _PLACES: dict[str, tuple[str, ...]] = {
     "qatar": ("doha",),
     "egypt": ("cairo", "egyptian"),
 }
+# Every other country by its English name alone (a demonym such as "Portuguese" also names a
+# language; words such as Chad, Jordan, Georgia or Turkey are too often something else).
+for _country in (
+        "afghanistan|albania|algeria|andorra|angola|argentina|armenia|austria|azerbaijan|bahamas|bahrain|"
+        "bangladesh|barbados|belarus|belgium|belize|benin|bhutan|bolivia|bosnia|botswana|brazil|brunei|bulgaria|"
+        "burundi|cambodia|cameroon|chile|china|colombia|croatia|cuba|cyprus|czechia|denmark|djibouti|ecuador|"
+        "el salvador|estonia|eswatini|ethiopia|fiji|finland|gabon|gambia|ghana|greece|guatemala|haiti|honduras|"
+        "hong kong|hungary|iceland|indonesia|iran|iraq|israel|italy|jamaica|kazakhstan|kenya|kosovo|kuwait|"
+        "kyrgyzstan|laos|latvia|lebanon|lesotho|liberia|libya|liechtenstein|lithuania|luxembourg|madagascar|"
+        "malawi|malaysia|maldives|malta|mauritius|mexico|moldova|monaco|mongolia|montenegro|morocco|mozambique|"
+        "myanmar|namibia|nepal|new zealand|nicaragua|nigeria|north macedonia|norway|oman|pakistan|panama|"
+        "paraguay|peru|philippines|poland|portugal|puerto rico|romania|russia|rwanda|senegal|serbia|singapore|"
+        "slovakia|slovenia|somalia|south africa|south korea|sri lanka|sudan|sweden|switzerland|syria|taiwan|"
+        "tajikistan|tanzania|thailand|tunisia|uganda|ukraine|uruguay|uzbekistan|venezuela|vietnam|yemen|zambia|"
+        "zimbabwe").split("|"):
+    _PLACES.setdefault(_country, ())
+_PLACES["czechia"] += ("czech republic",)
+_PLACES["south korea"] += ("korea",)
+# A US state is a place within the United States, as a city is ("I'm based in Texas").
+_US_STATES = ("alabama|alaska|arizona|arkansas|california|colorado|connecticut|delaware|florida|hawaii|idaho|"
+              "illinois|indiana|iowa|kansas|kentucky|louisiana|maine|maryland|massachusetts|michigan|minnesota|"
+              "mississippi|missouri|montana|nebraska|nevada|new hampshire|new jersey|new mexico|north carolina|"
+              "north dakota|ohio|oklahoma|oregon|pennsylvania|rhode island|south carolina|south dakota|tennessee|"
+              "texas|utah|vermont|virginia|west virginia|wisconsin|wyoming").split("|")
+_PLACES["united states"] += tuple(_US_STATES)
 _CITIES = frozenset((
+
     "boston|new york|san francisco|chicago|seattle|los angeles|austin|denver|washington|london|manchester|"
     "edinburgh|dubai|abu dhabi|riyadh|jeddah|dammam|berlin|munich|frankfurt|paris|amsterdam|toronto|vancouver|"
-    "montreal|sydney|melbourne|bangalore|bengaluru|mumbai|delhi|tokyo|dublin|madrid|barcelona|doha|cairo").split("|"))
+    "montreal|sydney|melbourne|bangalore|bengaluru|mumbai|delhi|tokyo|dublin|madrid|barcelona|doha|cairo").split("|")
+    + _US_STATES)
 _ALIAS: dict[str, str] = {}
 for _country, _names in _PLACES.items():
     for _name in (_country, *_names):
@@ -287,13 +314,15 @@ def _places(text: str, widen: bool) -> frozenset[str]:
     words = set(low.split(" "))
     words |= {w[:-1] for w in words if w.endswith(".")}
     out: set[str] = set()
-    for first in words & _ALIAS_BY_FIRST.keys():
-        for name in _ALIAS_BY_FIRST[first]:
-            if f" {name} " in low or f" {name}. " in low:
-                is_city = name in _CITIES
-                out.add(f"city:{name}" if is_city else f"country:{_ALIAS[name]}")
-                if is_city and widen:
-                    out.add(f"country:{_ALIAS[name]}")
+    # Longest names first, each taken out of the text once found: "New Mexico" is not Mexico too.
+    for name in sorted((n for first in words & _ALIAS_BY_FIRST.keys() for n in _ALIAS_BY_FIRST[first]),
+                       key=lambda n: (-len(n), n)):
+        if f" {name} " in low or f" {name}. " in low:
+            low = low.replace(f" {name} ", "  ").replace(f" {name}. ", "  ")
+            is_city = name in _CITIES
+            out.add(f"city:{name}" if is_city else f"country:{_ALIAS[name]}")
+            if is_city and widen:
+                out.add(f"country:{_ALIAS[name]}")
     return frozenset(out)
 
 

@@ -135,6 +135,10 @@ NOT_CONFLICTS = [
     ("How many weeks of paid parental leave do we get?",
      passage("benefits/au", "Eligible carers can get up to 20 weeks of government parental leave pay."),
      passage("hr/parental", "The top-up applies to any period of parental leave that is >3 weeks.")),
+    # one number without a subject of its own, the other's subject not among its words: two benefits
+    ("Is there a salary floor at Acme? What is it?",
+     passage("careers", "Acme pays at the top 10% for our industry at San Francisco salary levels."),
+     passage("benefits", "Acme matches what you contribute, up to 6% of your salary.")),
     # a table row about another city, found through the column header the question shares
     ("What is the nightly hotel limit in London?",
      passage("finance/travel", "Boston | USD 250\nLondon | GBP 210", heading="Nightly hotel limits"),
