@@ -142,7 +142,7 @@ _ARABIC_PLACE = [(english, re.compile(_arabic_place_pattern(n)))
 # a bare "كم" would be found inside "المحكمة".
 _AR = r"(?<![^\W\d_])(?:[وف]|[وف]?ب)?"  # start of an Arabic word, with its conjunction or preposition
 _QUANTITY = re.compile(
-    r"\b(?:how (?:many|much|long|far|soon|often|high|big)|what(?: is| are|'s|’s|s) the (?:\w+ ){0,3}"
+    r"\b(?:how (?:many|much|long|far|soon|often|high|big|old)|what(?: is| are|'s|’s|s) the (?:\w+ ){0,3}"
     r"(?:limit|rate|allowance|amount|max|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
     r"which day|what (?:percentage|amount|sum|share)|how many days)\b|"
     rf"{_AR}كم\b|{_AR}ما (?:هو |هي )?(?:ال)?(?:حد|مبلغ|بدل|نسبه|قيمه|مقدار|عدد|سعر|تكلفه|كلفه|مده|ميزانيه|"
@@ -283,12 +283,19 @@ def _without_accents(m: re.Match[str]) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", m.group()) if not unicodedata.combining(c))
 
 
+# "Yearly" is what "per year" says: a rate read by its unit.
+_PER_UNIT = {"hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week", "monthly": "month",
+             "quarterly": "quarter", "yearly": "year"}
+
+
 @functools.lru_cache(maxsize=65536)
 def stem(token: str) -> str:
     """Just enough English stemming for overlap: units/unit, days/day, taxes/tax, executives/executive,
     booking/book."""
     if not token.isascii():
         return token
+    if token in _PER_UNIT:
+        return _PER_UNIT[token]
     for suffix in ("'s", "ies", "es", "s", "ing", "ed"):
         if not token.endswith(suffix) or len(token) - len(suffix) < 3:
             continue

@@ -30,6 +30,7 @@ def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: s
     ("What is the nightly hotel limit in London?", "quantity"),
     ("whats the hotel cap in dubai per night", "quantity"),
     ("whats the yearly max gitlab reimburses for courses?", "quantity"),
+    ("how old does my laptop have to be before a refresh?", "quantity"),
     ("What’s the mileage rate?", "quantity"),
     ("From which day of sick leave do I need a certificate?", "quantity"),
     ("By when must I use carried-over leave?", "when"),
@@ -166,6 +167,11 @@ def test_places_match_by_country_but_one_city_never_stands_for_another() -> None
     assert features.places("I'm based in Texas", widen=True) == {"city:texas", "country:united states"}
     assert features.places("our New Mexico office") == {"city:new mexico"}
     assert features.places("staff in Mexico City") == {"country:mexico"}
+
+
+def test_a_rate_in_one_word_reads_as_its_unit() -> None:
+    assert features.tokens("the yearly budget") == features.tokens("the budget per year")
+    assert {"day", "month"} <= features.tokens("a daily limit and a monthly stipend")
 
 
 def test_rare_question_words_weigh_more_than_shared_ones() -> None:
