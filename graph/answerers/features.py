@@ -153,7 +153,8 @@ _HOW_OFTEN = re.compile(r"\bhow often\b|\bhow frequently\b|\bhow many times\b|"
                         r"باي (?:تكرار|وتيره)\b", re.IGNORECASE)
 _FREQUENCY = re.compile(r"\b(?:every|each|per|a|an)\s+(?:\w+\s)?(?:day|week|month|quarter|year|fiscal|calendar|"
                         r"business|working)|\b(?:daily|weekly|fortnightly|monthly|quarterly|annually|yearly|"
-                        r"biannually|once|twice|times)\b|\d+\s*(?:times|x)\b|كل|مرة|مرتين|سنويًا|شهريًا",
+                        r"biannually|once|twice)\b|(?:\d+\s*|\b(?:two|three|four|five|six|ten|several|many)\s+)"
+                        r"(?:times|x)\b|كل|مرة|مرتين|سنويًا|شهريًا",  # not "at random times"
                         re.IGNORECASE)
 _WHEN = re.compile(r"\b(?:when|until when|by when|what date|what time|which date|deadline|how soon|"
                    r"(?:opening|office|core|working|business) hours)\b|"

@@ -104,6 +104,12 @@ def test_a_sentence_of_the_wrong_kind_loses_and_one_of_the_right_kind_gains() ->
     assert features.kind_score("quantity", "In May, 3 days may be carried over.") > 0
 
 
+def test_a_frequency_is_a_count_of_times_not_any_time() -> None:
+    assert features.kind_score("frequency", "Emails are delivered at random times.") < 0
+    assert features.kind_score("frequency", "Change it two times a year.") > 0
+    assert features.kind_score("frequency", "One campaign takes place each fiscal quarter.") > 0
+
+
 def test_a_question_s_amount_prefers_the_tier_whose_range_holds_it() -> None:
     amount = features.asked_amount("Who needs to approve a $3,000 training request?")
     assert amount == 3000

@@ -126,6 +126,19 @@ async def test_a_sentence_that_only_restates_the_question_brings_the_answer_next
     assert "each fiscal quarter" in shown
 
 
+async def test_a_best_sentence_of_the_wrong_kind_brings_the_answer_from_further_away(embedder: Embedder) -> None:
+    text = ("# Phishing Programme\n\nThe Security Governance team utilizes a vendor tool to generate and send simulated"
+            " phishing emails to team members to assess their ability to identify phishing attempts. Reports go to"
+            " the security inbox. Campaigns may contain several versions of the simulated email, delivered at random"
+            " times throughout the campaign. At a minimum, one phishing simulation campaign will take place each"
+            " fiscal quarter.\n")
+    passage = _passage("security/phishing", "Phishing Programme", text, score=0.7)
+    request = AnswerRequest(question="How often does the security team send simulated phishing emails?",
+                            language="en", passages=[passage], min_score=0.3, messages=[])
+    shown = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "each fiscal quarter" in shown, shown
+
+
 @pytest.mark.parametrize(("question", "shown", "never"), [
     ("I'm visiting a supplier in Denver. What's the most the company will pay for my hotel per night?",
      "USD 180", ("USD 250", "GBP 210", "AED 900")),
