@@ -9,7 +9,8 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
 - places and names: a city, a country or another capitalised name in the question ("Tokyo",
   "Sourcegraph"), or a word the passages always write as a name, however the question spells it
   ("at gitlab", "37signals people"); a passage with a catch-all ("any other city", "all staff")
-  covers any place or name;
+  covers any place or name but the tenant's names (another company's "all employees" are not
+  Sourcegraph's);
 - qualifiers from a short list of words that change who or what a rule is for (contractor,
   intern, part-time, wholesale, sick, pet, …) or when it applies (summer, winter: "4-day weeks in
   the *summer*" over the weekly-hours rule);
@@ -132,7 +133,8 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         if all(p.lang == "en" for p in fit):
             wanted |= _qualifiers_read_in_english(question) | features.arabic_places(question)
     else:
-        wanted = _distinguishing(question, passages, names) | _unknown_names(question, words) | _asked_item(question)
+        wanted = (_distinguishing(question, passages, names) | _unknown_names(question, words)
+                  | _asked_item(question) | _amount_of(question))
     if not wanted:
         return None
     sited = _sited_places(question)
@@ -149,7 +151,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         missing = tuple(word for word, terms in wanted.items()
                         if not _covered(terms, have) and p.doc_id not in names.get(word_key(word), ())
                         and not (catch_all and (_is_place(terms) or _is_place_or_name(word))
-                                 and (any_site or not terms & sited))
+                                 and (any_site or not terms & sited) and word_key(word) not in names)
                         and (other_places or not _is_place(terms) or terms & sited))
         if not missing:
             return None
@@ -274,6 +276,29 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
         if heads:
             return {item: frozenset(heads | {e for t in heads for e in EQUIVALENTS.get(t, ())})}
     return {}
+
+
+# "What's the hotel cap …?", "how much is the pet insurance discount?": the amount of what.
+_AMOUNT_OF = re.compile(r"\b(?:what(?:'s|’s| is| are|s)|how (?:much|high|big) (?:is|are))\s+(?:the|a|an|our|my|your)\s+"
+                        r"(?P<what>(?:[\w'-]+ ){1,3}?)(?:limit|rate|allowance|amount|max|maximum|minimum|cap|budget|"
+                        r"discount|fee|cost|price)s?\b", re.IGNORECASE)
+# Words before the amount that say which amount, not of what ("the yearly max", "the total budget").
+_AMOUNT_WORDS = frozenset(features.stem(w) for w in (
+    "yearly annual monthly weekly daily nightly total overall maximum max minimum current standard usual normal "
+    "new typical average exact full base default general").split())
+
+
+def _amount_of(question: str) -> dict[str, frozenset[str]]:
+    """The thing a question asks the amount of, by its last word ("the nightly *hotel* limit", "the pet
+    *insurance* discount"): evidence that never mentions it states another amount."""
+    m = _AMOUNT_OF.search(question)
+    if m is None:
+        return {}
+    words = [w for w in m["what"].split() if not features.tokens(w) <= _AMOUNT_WORDS | _NOT_AN_ITEM]
+    if not words or features.places(words[-1]) or word_key(words[-1]) in _PRONOUNS:
+        return {}
+    head = features.tokens(words[-1])
+    return {words[-1]: frozenset(head | {e for t in head for e in EQUIVALENTS.get(t, ())})} if head else {}
 
 
 def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:

@@ -268,6 +268,26 @@ def test_across_languages_the_gate_reads_the_tenant_s_names_and_the_qualifiers_t
     assert find_gap("Can I carry over unused sick days?", [CARRY], min_score=0.9) is None  # nothing fit to quote
 
 
+def test_another_company_s_catch_all_does_not_cover_the_company_asked_about() -> None:
+    pets = passage("All employees get a 10% discount on pet insurance.", heading="Benefits > Pet Insurance",
+                   title="Benefits", doc="acme/benefits")
+    names = {"globex": frozenset({"globex/security"}), "acme": frozenset({"acme/benefits"})}
+    gap = find_gap("how much is the pet insurance discount at Globex?", [pets], min_score=0.3, names=names)
+    assert gap is not None and gap.missing == ("Globex",)
+    assert find_gap("how much is the pet insurance discount at Acme?", [pets], min_score=0.3, names=names) is None
+    # A catch-all still covers a place or a team the question names.
+    assert find_gap("Is the pet insurance discount the same in Finance?", [pets], min_score=0.3) is None
+
+
+def test_the_thing_whose_amount_is_asked_must_be_in_the_evidence() -> None:
+    prize = passage("Pets prize: a pet subscription box or pet item up to $400.", heading="Wellness > Photo Challenge",
+                    title="Wellness", doc="wellness")
+    gap = find_gap("how much is the pet insurance discount?", [prize], min_score=0.3)
+    assert gap is not None and gap.missing == ("insurance",)
+    assert find_gap("What is the nightly hotel limit in Boston?", [HOTELS], min_score=0.3) is None
+    assert find_gap("What's the yearly max for a pet item?", [prize], min_score=0.3) is None  # "yearly": which amount
+
+
 def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_found() -> None:
     names = build_lexicon([
         ("acme/travel", "Acme Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice.",
