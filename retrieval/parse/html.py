@@ -76,16 +76,21 @@ def parse_html(text: str, stem: str) -> ParsedDocument:
         # An <article>'s own <header> usually holds its <h1>; only site-wide headers/footers are chrome.
         if tag.name not in {"header", "footer"} or not tag.find_parent(["article", "main"]):
             tag.decompose()
-    # Text is read with get_text("") so inline markup does not split words; block boundaries and
-    # <br> still need a space so neighbouring blocks do not run together.
+    _separate_blocks(soup)
+    root = soup.find("body") or soup
+    title = metadata.get("title")
+    return finish(stem, list(_html_events(root)), metadata, title=str(title) if title else None)
+
+
+def _separate_blocks(soup: Tag) -> None:
+    """Text is read with get_text("") so inline markup does not split words; block boundaries and
+    <br> still need a space so neighbouring blocks do not run together. (Also used for the HTML
+    blocks of Markdown pages, retrieval/parse/markdown.py.)"""
     for tag in soup.find_all(True):
         if tag.name == "br":
             tag.replace_with(" ")
         elif tag.name not in _INLINE_TAGS and tag.parent is not None:
             tag.insert_after(" ")
-    root = soup.find("body") or soup
-    title = metadata.get("title")
-    return finish(stem, list(_html_events(root)), metadata, title=str(title) if title else None)
 
 
 def _words(node: Tag | NavigableString) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -192,7 +193,9 @@ def test_unknown_lang_is_refused() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(["# H1", "## H2", "### H3", "text line", "- item", "", "```", "| a | b |",
-                                 "|---|---|", "   ", "<!-- c -->", "**bold**", "---"]), max_size=25))
+                                 "|---|---|", "   ", "<!-- c -->", "**bold**", "---", "<table>", "<tr><td>x</td>",
+                                 "</table>", '<details markdown="1">', "<summary>S</summary>", "<summary></summary>",
+                                 "</details>", "<br>", "<iframe></iframe>"]), max_size=25))
 def test_markdown_never_yields_empty_sections(lines: list[str]) -> None:
     try:
         doc = _parse("\n".join(lines), "fuzz.md")
@@ -203,6 +206,155 @@ def test_markdown_never_yields_empty_sections(lines: list[str]) -> None:
     for section in doc.sections:
         assert section.text.strip() and section.text == section.text.strip()
         assert section.heading_path and all(part.strip() for part in section.heading_path)
+
+
+def _sections(text: str) -> list[tuple[tuple[str, ...], str]]:
+    return [(s.heading_path, s.text) for s in _parse(text, "page.md").sections]
+
+
+# ------------------------------------------------------------------------------- HTML inside markdown
+
+
+def test_markdown_html_table_is_one_line_per_row_even_across_blank_lines() -> None:
+    text = """# Channels
+
+Prefixes we use:
+<table>
+  <tr>
+   <td><strong>Prefix</strong>
+   </td>
+   <td><strong>Purpose</strong></td>
+  </tr>
+
+  <tr>
+   <td><a href="https://example.slack.com/archives/general">#announce-</a>
+   </td>
+   <td>Announcements.<br>Limited posting.<br/></td>
+  </tr>
+  <tr><td><p>#team-</p>
+
+   </td><td><ul><li>Team work</li><li>Members only</li></ul></td></tr>
+</table>
+After the table.
+"""
+    assert _sections(text) == [(("Channels",), "Prefixes we use:\n\nPrefix | Purpose\n"
+                                               "#announce- | Announcements.; Limited posting.\n"
+                                               "#team- | Team work Members only\n\nAfter the table.")]
+
+
+def test_markdown_html_block_ends_at_a_blank_line_outside_a_table() -> None:
+    text = ("# Page\n\n<div class=\"note\">\n<p>Read <em>this</em> first.</p>\n</div>\n\n"
+            "- **Markdown** again\n\n<ul>\n<li>one</li>\n<li>two<ul><li>nested</li></ul></li>\n</ul>\n")
+    assert _sections(text) == [(("Page",), "Read this first.\n\n- Markdown again\n\n- one\n- two\n  - nested")]
+
+
+def test_markdown_embedded_media_contribute_no_text() -> None:
+    text = """# Videos
+
+<iframe src="https://player.example/1" width="640"
+  allowfullscreen></iframe>
+<video width="1280" controls>
+  <source src="why.mp4">
+  <track kind="captions" src="why.vtt" default>
+  Your browser cannot play this video.
+</video>
+<div style="text-align:center;">
+  <img src="/a.png" alt="Vault selector"/>
+</div>
+<br>
+
+Watch them all.
+"""
+    assert _sections(text) == [(("Videos",), "Watch them all.")]
+
+
+def test_markdown_details_summary_is_a_heading_over_markdown() -> None:
+    text = """# Benefits
+
+## How to get started
+
+<details markdown="1">
+<summary>Registration <strong>process</strong></summary>
+
+1. Download the [app](https://app.example/)
+- Sign in with **SSO**
+
+</details>
+
+Questions go to #benefits.
+
+<details markdown="1"\\><summary>Family access</summary>
+
+- Adults get their own account
+
+</details>
+
+### Costs
+
+<details markdown="1">
+<summary>Reset</summary>
+
+Benefits reset in March.
+
+</details>
+"""
+    assert _sections(text) == [
+        (("Benefits", "How to get started", "Registration process"), "1. Download the app\n- Sign in with SSO"),
+        (("Benefits", "How to get started"), "Questions go to #benefits."),  # after </details>: back
+        (("Benefits", "How to get started", "Family access"), "- Adults get their own account"),
+        (("Benefits", "How to get started", "Costs", "Reset"), "Benefits reset in March."),
+    ]
+
+
+def test_markdown_summary_level_is_capped_and_never_names_the_page() -> None:
+    assert _sections("<details>\n<summary>Intro</summary>\n\nHello.\n\n</details>\n") == [
+        (("page", "Intro"), "Hello.")]
+    deep = "# A\n\n## B\n\n### C\n\n#### D\n\n##### E\n\n###### F\n\n<details>\n<summary>G</summary>\n\nx\n"
+    assert _sections(deep) == [(("A", "B", "C", "D", "E", "G"), "x")]
+
+
+def test_markdown_inline_html_is_dropped_keeping_its_text() -> None:
+    text = """# Leave
+
+Read the <a href="https://hr.example/">HR page</a> <b>before</b> you<br>book, <span style="color:red">now</span>.<img src="x.png">
+<sub>**Note:** *ask* first</sub>
+
+| Leave | Notice |
+|---|---|
+| Family Leave<BR>(FMLA) | Written or <br/> verbal<br> |
+| <strong>Military</strong> | `<br>` stays |
+"""
+    assert _sections(text) == [(("Leave",), "Read the HR page before you book, now. Note: ask first\n\n"
+                                            "Leave | Notice\nFamily Leave; (FMLA) | Written or; verbal\n"
+                                            "Military | <br> stays")]
+
+
+def test_markdown_text_that_only_looks_like_html_is_kept() -> None:
+    text = ("# Naming\n\nName it <your-name>-notes when x < y and a<b, see <URL to new location> or "
+            "<https://docs.example/>.\n\nExample: `<a href=\"https://evil.example\">Login</a>`\n")
+    assert _sections(text) == [(("Naming",), "Name it <your-name>-notes when x < y and a<b, see "
+                                             "<URL to new location> or https://docs.example/.\n\n"
+                                             "Example: <a href=\"https://evil.example\">Login</a>")]
+
+
+def test_markdown_html_entities_are_decoded_once() -> None:
+    text = "## &nbsp;&nbsp; Roles &amp; Duties\n\nR&amp;D pays; write &lt;b&gt; as &amp;lt;b&amp;gt;.\n"
+    assert _sections(text) == [(("page", "Roles & Duties"), "R&D pays; write <b> as &lt;b&gt;.")]
+
+
+def test_markdown_long_runs_of_spaces_parse_in_linear_time() -> None:
+    spaces = " " * 20_000
+    started = time.monotonic()
+    text = f"# T\n\n{spaces}x{spaces}<br> <br>{spaces}y\n\n| a{spaces}<br>{spaces}b |\n"
+    assert _sections(text) == [(("T",), "x y\n\na; b")]
+    assert time.monotonic() - started < 2  # a regex backtracking over the spaces takes minutes
+
+
+def test_markdown_html_inside_a_fence_is_code() -> None:
+    text = ("# Snippet\n\n```html\n<table>\n  <tr><td>cell &amp; more</td></tr>\n</table>\n"
+            "<details><summary>Not a heading</summary>\n```\n")
+    assert _sections(text) == [(("Snippet",), "<table>\n  <tr><td>cell &amp; more</td></tr>\n</table>\n"
+                                              "<details><summary>Not a heading</summary>")]
 
 
 # ----------------------------------------------------------------------------------------- plain text
