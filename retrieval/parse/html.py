@@ -18,6 +18,7 @@ from retrieval.parse.front_matter import clean_metadata
 from retrieval.parse.model import AGAIN, Event, Heading, Para, ParsedDocument, ParseError
 
 MAX_DEPTH = 400
+MAX_UNCLOSED = 100
 # Elements that never hold content, so never deepen the tree (as the tree builder treats them).
 _VOID_TAGS = {"area", "base", "basefont", "bgsound", "br", "col", "command", "embed", "frame", "hr", "image",
               "img", "input", "isindex", "keygen", "link", "menuitem", "meta", "nextid", "param", "source",
@@ -54,14 +55,21 @@ class _DepthProbe(HTMLParser):
                 pass
 
 
-def check_depth(text: str) -> None:
+def check_markup(text: str) -> None:
+    """Refuses, with the reason, markup the parser cannot read in reasonable time: elements nested
+    deeper than MAX_DEPTH, or more than MAX_UNCLOSED tags that never close ("<div <div <div …": the
+    parser rescans the rest of the text at each one, 80 KB of them took a minute and a half)."""
+    unclosed = text.count("<") - text.count(">")
+    if unclosed > MAX_UNCLOSED:
+        raise ParseError(f"The HTML has {unclosed} more '<' than '>' (tags that never close), which Cairn cannot "
+                         f"read safely. Save it as valid HTML, as Markdown or as PDF {AGAIN}")
     probe = _DepthProbe()
     probe.feed(text)
     probe.close()
 
 
 def parse_html(text: str, stem: str) -> ParsedDocument:
-    check_depth(text)
+    check_markup(text)
     soup = BeautifulSoup(text, "html.parser")
     raw: dict[object, object] = {}
     for meta in soup.find_all("meta"):
@@ -76,13 +84,13 @@ def parse_html(text: str, stem: str) -> ParsedDocument:
         # An <article>'s own <header> usually holds its <h1>; only site-wide headers/footers are chrome.
         if tag.name not in {"header", "footer"} or not tag.find_parent(["article", "main"]):
             tag.decompose()
-    _separate_blocks(soup)
+    separate_blocks(soup)
     root = soup.find("body") or soup
     title = metadata.get("title")
-    return finish(stem, list(_html_events(root)), metadata, title=str(title) if title else None)
+    return finish(stem, list(html_events(root)), metadata, title=str(title) if title else None)
 
 
-def _separate_blocks(soup: Tag) -> None:
+def separate_blocks(soup: Tag) -> None:
     """Text is read with get_text("") so inline markup does not split words; block boundaries and
     <br> still need a space so neighbouring blocks do not run together. (Also used for the HTML
     blocks of Markdown pages, retrieval/parse/markdown.py.)"""
@@ -97,7 +105,7 @@ def _words(node: Tag | NavigableString) -> str:
     return " ".join(node.get_text("").split())
 
 
-def _html_events(node: Tag) -> Iterator[Event]:
+def html_events(node: Tag) -> Iterator[Event]:
     inline: list[str] = []
     for child in node.children:
         if isinstance(child, NavigableString):
@@ -123,7 +131,7 @@ def _html_events(node: Tag) -> Iterator[Event]:
         elif child.name == "table":
             yield Para("\n".join(_html_table(child)))
         else:
-            yield from _html_events(child)
+            yield from html_events(child)
     yield Para(" ".join("".join(inline).split()))
 
 

@@ -17,7 +17,7 @@ from bs4 import BeautifulSoup
 
 from retrieval.parse.assemble import finish
 from retrieval.parse.front_matter import split_front_matter
-from retrieval.parse.html import _html_events, _separate_blocks, check_depth
+from retrieval.parse.html import check_markup, html_events, separate_blocks
 from retrieval.parse.model import Event, Heading, Para, ParsedDocument
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
@@ -202,17 +202,17 @@ class _HtmlBlock:
 
     def events(self) -> Iterator[Event]:
         markup = "\n".join(self.lines)
-        check_depth(markup)
+        check_markup(markup)
         soup = BeautifulSoup(markup, "html.parser")
         for tag in soup.find_all(_NO_TEXT_TAGS):
             tag.decompose()
         for br in soup.select("td br, th br"):
             br.replace_with(_CELL_BREAK)
-        _separate_blocks(soup)
+        separate_blocks(soup)
         for cell in soup.find_all(["td", "th"]):
             if _CELL_BREAK in cell.get_text(""):
                 cell.string = _join_cell_breaks(cell.get_text(""))
-        yield from _html_events(soup)
+        yield from html_events(soup)
 
 
 def _add_markdown_line(block: list[str], line: str) -> None:

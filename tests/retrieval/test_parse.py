@@ -435,6 +435,15 @@ def test_html_nested_beyond_any_policy_page_is_refused_with_the_reason(depth: in
     assert "nests elements more than 400 deep" in message and "upload it again" in message
 
 
+@pytest.mark.parametrize(("data", "name"), [
+    (b"<html><body>" + b"<div " * 16_000 + b"</body></html>", "open.html"),
+    (b"# Policy\n\n<div " + b"<div " * 16_000 + b"\n", "open.md"),  # an HTML block of a Markdown page
+])
+def test_html_with_tags_that_never_close_is_refused_at_once_with_the_reason(data: bytes, name: str) -> None:
+    message = _error(data, name)
+    assert "more '<' than '>'" in message and "upload it again" in message
+
+
 def test_html_nested_as_deep_as_allowed_still_parses() -> None:
     doc = _parse(_nested(397), "deep.html")  # <html>, <body>, 397 <div>s and the <p>: 400 deep
     assert doc.sections[0].text == "Deep text."
