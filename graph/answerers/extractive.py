@@ -360,8 +360,11 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
         if cells is None:
             header = None
         elif header is None:
-            header = cells  # the first row of a table names its columns
-            continue
+            # The first row of a table names its columns, when it reads as names: a table written
+            # in HTML may start with a row of data ("#announce-company | Critical information …").
+            header = cells if _names_columns(cells) else []
+            if header:
+                continue
         is_item = cells is not None or bool(_ITEM.match(stripped))
         if not is_item:
             lead_in = ""
@@ -383,6 +386,10 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
                 shown = scored  # the lead-in is part of the sentence the item completes
             out.append(_Sentence(passage_no, len(out), shown, scored))
     return out
+
+
+def _names_columns(cells: Sequence[str]) -> bool:
+    return all(len(c.split()) <= 5 and not c.endswith((".", "!", "?", "؟")) for c in cells)
 
 
 def _is_heading_line(line: str) -> bool:

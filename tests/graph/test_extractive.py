@@ -263,3 +263,14 @@ async def test_a_line_break_written_as_html_in_a_table_cell_is_shown_as_a_separa
                             min_score=0.3, messages=[])
     answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
     assert "100% for 4 weeks; Then 60% for 8 weeks; After 12 weeks: unpaid" in answer and "<br" not in answer, answer
+
+
+def test_a_table_s_first_row_names_its_columns_only_when_it_reads_as_names() -> None:
+    named = "Limits\nCity | Nightly limit\nBoston | USD 250\n"
+    assert [s.text for s in _candidates(named)] == ["City: Boston; Nightly limit: USD 250"]
+    # A table written in HTML often starts with data: each row is shown as it is, the first included.
+    data = ("Channels\n#announce-company | Critical information that everyone needs to stay on top of.\n"
+            "#announce-departures | Stay informed about teammates who are leaving.\n")
+    assert [s.text for s in _candidates(data)] == [
+        "#announce-company | Critical information that everyone needs to stay on top of.",
+        "#announce-departures | Stay informed about teammates who are leaving."]
