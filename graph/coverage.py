@@ -289,16 +289,19 @@ _AMOUNT_WORDS = frozenset(features.stem(w) for w in (
 
 
 def _amount_of(question: str) -> dict[str, frozenset[str]]:
-    """The thing a question asks the amount of, by its last word ("the nightly *hotel* limit", "the pet
-    *insurance* discount"): evidence that never mentions it states another amount."""
+    """The thing a question asks the amount of, every word of it ("the nightly *hotel* limit", "the
+    *pet insurance* discount", "the annual *dental claim* limit"): evidence that never mentions one of
+    them states another amount."""
     m = _AMOUNT_OF.search(question)
     if m is None:
         return {}
-    words = [w for w in m["what"].split() if not features.tokens(w) <= _AMOUNT_WORDS | _NOT_AN_ITEM]
-    if not words or features.places(words[-1]) or word_key(words[-1]) in _PRONOUNS:
-        return {}
-    head = features.tokens(words[-1])
-    return {words[-1]: frozenset(head | {e for t in head for e in EQUIVALENTS.get(t, ())})} if head else {}
+    out: dict[str, frozenset[str]] = {}
+    for word in m["what"].split():
+        terms = features.tokens(word)
+        if terms and not terms <= _AMOUNT_WORDS | _NOT_AN_ITEM and not features.places(word) \
+                and word_key(word) not in _PRONOUNS:
+            out[word] = frozenset(terms | {e for t in terms for e in EQUIVALENTS.get(t, ())})
+    return out
 
 
 def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:

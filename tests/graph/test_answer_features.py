@@ -286,6 +286,10 @@ def test_the_thing_whose_amount_is_asked_must_be_in_the_evidence() -> None:
     assert gap is not None and gap.missing == ("insurance",)
     assert find_gap("What is the nightly hotel limit in Boston?", [HOTELS], min_score=0.3) is None
     assert find_gap("What's the yearly max for a pet item?", [prize], min_score=0.3) is None  # "yearly": which amount
+    claims = passage("Claims are made through the insurer's app within 30 days.", heading="Benefits > Health",
+                     title="Benefits", doc="benefits")
+    gap = find_gap("What's the annual dental claim limit?", [claims], min_score=0.3)
+    assert gap is not None and gap.missing == ("dental",)
 
 
 def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_found() -> None:
