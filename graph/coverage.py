@@ -134,7 +134,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
             wanted |= _qualifiers_read_in_english(question) | features.arabic_places(question)
     else:
         wanted = (_distinguishing(question, passages, names) | _unknown_names(question, words)
-                  | _asked_item(question) | _amount_of(question))
+                  | _asked_item(question) | _amount_of(question) | _thing_asked_about(question))
     if not wanted:
         return None
     sited = _sited_places(question)
@@ -302,6 +302,35 @@ def _amount_of(question: str) -> dict[str, frozenset[str]]:
                 and word_key(word) not in _PRONOUNS:
             out[word] = frozenset(terms | {e for t in terms for e in EQUIVALENTS.get(t, ())})
     return out
+
+
+# "Is there a shuttle bus …?", "do we have a Secret Santa gift exchange?": whether a thing exists.
+_EXISTS = re.compile(r"\b(?:is there|are there|do (?:we|you) (?:have|offer|run|do|get|organi[sz]e)|are we (?:doing|having|"
+                     r"running)|does (?:the company|\w+) (?:have|offer|run|provide|organi[sz]e))\s+"
+                     r"(?:(?:a|an|any|the|some|our) )*" + _ITEM +
+                     r"(?= (?:for|at|in|on|when|while|if|during|after|before|from|with|to|as|of|over|this|next|that|"
+                     r"which|like|or|and|i|we|you)\b|[?.!,]|$)", re.IGNORECASE)
+# What policies state in other words than the question's ("a deadline": "within 90 days").
+_GENERIC_THING = frozenset(features.stem(w) for w in (
+    "deadline limit limits cap minimum maximum max policy policies rule rules process procedure way option options "
+    "requirement requirements budget stipend allowance fee cost charge penalty approval discount benefit benefits "
+    "program programme plan scheme difference reason time period amount number chance problem issue need").split())
+
+
+def _thing_asked_about(question: str) -> dict[str, frozenset[str]]:
+    """The thing whose existence a question asks about, by its head word ("a shuttle *bus*", "a Secret
+    Santa gift *exchange*"): evidence that never mentions it answers another question. Not a thing
+    policies state in other words ("is there a deadline …?": "within 90 days")."""
+    m = _EXISTS.search(question)
+    if m is None:
+        return {}
+    words = _ITEM_END.sub("", m["item"]).split()
+    while words and features.tokens(words[-1]) <= _NOT_AN_ITEM | _AMOUNT_WORDS | _GENERIC_THING:
+        words.pop()  # "a pet insurance discount": the insurance
+    if not words or word_key(words[-1]) in _PRONOUNS or features.places(words[-1]):
+        return {}
+    head = features.tokens(words[-1])
+    return {words[-1]: frozenset(head | {e for t in head for e in EQUIVALENTS.get(t, ())})} if head else {}
 
 
 def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:

@@ -279,6 +279,17 @@ def test_another_company_s_catch_all_does_not_cover_the_company_asked_about() ->
     assert find_gap("Is the pet insurance discount the same in Finance?", [pets], min_score=0.3) is None
 
 
+def test_the_thing_whose_existence_is_asked_must_be_in_the_evidence() -> None:
+    form = passage("Any team member may use the complaint form to report harassment.", heading="Policy > Reporting",
+                   title="Policy", doc="policy")
+    gap = find_gap("Does the company run a shuttle bus from the train station to the office?", [form], min_score=0.3)
+    assert gap is not None and gap.missing == ("bus",)
+    # Not what policies state in other words: "is there a deadline …?" is answered by "within 30 days".
+    claims = passage("Submit the claim within 30 days of the visit.", heading="Claims", title="Claims", doc="claims")
+    assert find_gap("Is there a deadline for submitting claims?", [claims], min_score=0.3) is None
+    assert find_gap("Is there a complaint form for harassment?", [form], min_score=0.3) is None
+
+
 def test_the_thing_whose_amount_is_asked_must_be_in_the_evidence() -> None:
     prize = passage("Pets prize: a pet subscription box or pet item up to $400.", heading="Wellness > Photo Challenge",
                     title="Wellness", doc="wellness")
