@@ -325,7 +325,7 @@ def _thing_asked_about(question: str) -> dict[str, frozenset[str]]:
     if m is None:
         return {}
     words = _ITEM_END.sub("", m["item"]).split()
-    while words and features.tokens(words[-1]) <= _NOT_AN_ITEM | _AMOUNT_WORDS | _GENERIC_THING:
+    while words and features.tokens(words[-1]) <= _NOT_AN_ITEM | _GENERIC_THING:
         words.pop()  # "a pet insurance discount": the insurance
     if not words or word_key(words[-1]) in _PRONOUNS or features.places(words[-1]):
         return {}
