@@ -105,7 +105,7 @@ _GENERIC_HEADING = frozenset(features.stem(w) for w in (
     "week weeks month months year years last first next new old more about work working member members "
     "people process request requests information details notes how what when where who which need needs "
     "before after during start end get make take use using keep find know ask apply check contact choose "
-    "go going come see look want like does done".split()))
+    "go going come see look want like does done long often soon much many far".split()))
 
 
 # The passages an answer would quote from: the best one and those nearly as good.

@@ -156,7 +156,9 @@ _FREQUENCY = re.compile(r"\b(?:every|each|per|a|an)\s+(?:\w+\s)?(?:day|week|mont
                         r"biannually|once|twice)\b|(?:\d+\s*|\b(?:two|three|four|five|six|ten|several|many)\s+)"
                         r"(?:times|x)\b|كل|مرة|مرتين|سنويًا|شهريًا",  # not "at random times"
                         re.IGNORECASE)
-_WHEN = re.compile(r"\b(?:when|until when|by when|what date|what time|which date|deadline|how soon|"
+# "When" asks when before a verb ("when is …", "when do I …"); "… gift when you hit 5 years" is a clause.
+_WHEN = re.compile(r"\bwhen (?:is|are|was|were|do|does|did|can|could|should|will|would|must|may|might|shall|has|have)\b|"
+                   r"^\W*when\W*$|\b(?:until when|by when|since when|what date|what time|which date|deadline|how soon|"
                    r"(?:opening|office|core|working|business) hours)\b|"
                    rf"{_AR}(?:حتي |قبل |منذ )?متي\b|{_AR}(?:ال)?(?:ساعات|موعد|مواعيد|مهله)\b|"
                    r"(?:في|خلال) اي (?:عام|سنه|عقد|قرن|شهر|تاريخ|وقت|فتره)\b|ما (?:هو |هي )?(?:ال)?تاريخ\b",

@@ -37,6 +37,9 @@ def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: s
     ("What are our core hours?", "when"),
     ("Who has to approve a refund over $500?", "who"),
     ("Can I book premium economy?", "rule"),
+    ("when do i get paid back?", "when"),
+    # "when" opening a clause asks nothing about time.
+    ("What's the anniversary gift when you hit 5 years?", None),
     ("كم يومًا إجازة الحج؟", "quantity"),
     ("Tell me about the parking rules", None),
     ("ما الحد الأقصى لتكلفة الفندق في الليلة؟", "quantity"),
@@ -237,6 +240,10 @@ def test_a_near_miss_names_what_the_evidence_lacks(question: str, passages: list
       passage("Pack light.", heading="Trip Planning", score=0.5)]),
     ("What's the most severance the company will pay out?",
      [passage("Severance is 2 weeks per year, with a maximum of 4 months.", heading="Severance")]),
+    # "How long" asks a span: a section about long-term disability is not what was asked about.
+    ("How long can I log in to the pay portal after I leave?",
+     [passage("Former staff can log in to the pay portal for three years.", heading="Offboarding > Pay Portal"),
+      passage("Cover for up to 26 weeks.", heading="Benefits > Long Term Disability", score=0.55)]),
 ])
 def test_answerable_questions_pass_the_gate(question: str, passages: list[Passage]) -> None:
     assert find_gap(question, passages, min_score=0.3) is None
