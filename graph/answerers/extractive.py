@@ -270,11 +270,12 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
                     + features.span_fit(span, s.scored_text, tiered=s.passage in tiered) for s in sentences],
                    dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
+    pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)
     off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage]) and not _for_any_place(s.text)
                           for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
     return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank + fit - features.HISTORY_PENALTY * history
-            - NAME_PENALTY * off_topic)
+            - features.POINTER_PENALTY * pointer - NAME_PENALTY * off_topic)
 
 
 async def _by_text(load: StoredVectors | None, passages: Sequence[Passage], *, texts: str, vecs: str, dim: str,

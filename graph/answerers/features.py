@@ -207,9 +207,15 @@ _HISTORY = re.compile(r"\b(?:supersedes?|superseded|replaces|replaced the|previo
 _FROM_DATE = re.compile(r"\b(?:from|starting|effective|as of|with effect from|beginning)\s+(?:on\s+)?"
                         r"(\d{1,2})\s+(" + "|".join(_MONTHS.split()[:12]) + r")\s+(\d{4})", re.IGNORECASE)
 
+# A sentence that sends the reader elsewhere ("Visit our Anniversary Gift section for more
+# information") names the topic without stating anything of it.
+_POINTER = re.compile(r"^\W*(?:please\s+)?(?:visit|see|refer to|check(?: out)?|read|go to|head to|take a look at|"
+                      r"look at|find)\b.{0,120}?\b(?:for (?:(?:more|further|additional|full) )?(?:information|details|info)|"
+                      r"to (?:learn|find out|read) more)\b", re.IGNORECASE)
 TYPE_BONUS = 0.10
 TYPE_PENALTY = 0.15
 HISTORY_PENALTY = 0.25
+POINTER_PENALTY = 0.25
 
 
 def tokens(text: str) -> set[str]:
@@ -503,6 +509,10 @@ def _span_holds(span: Span | None, sentence: str) -> bool | None:
             return True
         holds = False
     return holds
+
+
+def is_pointer(sentence: str) -> bool:
+    return bool(_POINTER.search(sentence))
 
 
 def is_history(sentence: str, *, today: date | None = None) -> bool:

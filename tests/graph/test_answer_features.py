@@ -155,6 +155,13 @@ def test_a_question_s_span_of_time_prefers_the_threshold_that_holds_it() -> None
     assert features.asked_span("How many days a year can I work abroad?") is None
 
 
+def test_a_sentence_that_sends_the_reader_elsewhere_is_a_pointer() -> None:
+    assert features.is_pointer("Visit our Anniversary Gift section for more information about the gifts.")
+    assert features.is_pointer("See the travel page for details.")
+    assert not features.is_pointer("Visit the office at 9am to collect your badge.")
+    assert not features.is_pointer("Five-year anniversaries come with a backpack.")
+
+
 @pytest.mark.parametrize(("sentence", "old"), [
     ("This notice supersedes the mileage rate in the Travel Policy, which set a rate of USD 0.58.", True),
     ("A journey driven in June is still paid at the previous rate.", True),

@@ -274,3 +274,16 @@ def test_a_table_s_first_row_names_its_columns_only_when_it_reads_as_names() -> 
     assert [s.text for s in _candidates(data)] == [
         "#announce-company | Critical information that everyone needs to stay on top of.",
         "#announce-departures | Stay informed about teammates who are leaving."]
+
+
+async def test_a_pointer_to_another_section_is_not_quoted_over_the_fact(embedder: Embedder) -> None:
+    gifts = _passage("people/celebrations", "Celebrations", "Celebrations > Anniversary\nTeam members celebrating "
+                     "their one-year anniversary receive a custom cable organiser. Folks celebrating their five-year "
+                     "anniversary have the option of a branded computer backpack.", heading="Celebrations > Anniversary")
+    bonuses = _passage("total-rewards/incentives", "Incentives", "Incentives > Anniversaries\nA bot posts a shout-out "
+                       "for every hire date anniversary. Visit our Anniversary Gift section for more information about "
+                       "the gifts.", heading="Incentives > Anniversaries", score=0.55)
+    request = AnswerRequest(question="What's the anniversary gift when you hit 5 years?", language="en",
+                            passages=[bonuses, gifts], min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder, max_sentences=1).respond(request)).message.content
+    assert "backpack" in answer, answer
