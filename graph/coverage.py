@@ -23,7 +23,10 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   a typing error away from one ("the Czerniakow river"): no passage can hold it;
 - the item of a "will you pay for …?" question, by its head word ("hearing *aids*", "a *book*"; for
   a membership or subscription, what it is for: "a membership at a co-working *space*", "a *gym*
-  membership"): evidence that never mentions it says what is paid for, not whether this is.
+  membership"): evidence that never mentions it says what is paid for, not whether this is;
+- the thing whose amount is asked, every word of it ("the pet *insurance* discount", "the annual
+  *dental claim* limit"), and the thing whose existence is asked, by its head word ("is there a
+  shuttle *bus* …?"), unless policies state it in other words ("is there a deadline …?").
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
 capitalised. A place counts only where a passage tells places apart, except a site ("the London
@@ -87,6 +90,13 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "winter": "december january february", "summer": "june july august",
         "autumn": "september october november",
     }.items()}
+
+
+def _with_equivalents(terms: AbstractSet[str]) -> frozenset[str]:
+    """The terms and the everyday words for them, any of which a passage may hold."""
+    return frozenset(terms).union(*(EQUIVALENTS.get(t, ()) for t in terms))
+
+
 # A passage with one of these covers any place or population the question names…
 _EVERY_OTHER = r"any other|all other|every other|elsewhere|other cities|other countries"
 _CATCH_ALL = re.compile(rf"\b(?:{_EVERY_OTHER}|all (?:staff|employees|offices|countries|locations)|everyone|"
@@ -274,7 +284,7 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
             if words:
                 heads |= features.tokens(words[-1])
         if heads:
-            return {item: frozenset(heads | {e for t in heads for e in EQUIVALENTS.get(t, ())})}
+            return {item: _with_equivalents(heads)}
     return {}
 
 
@@ -300,7 +310,7 @@ def _amount_of(question: str) -> dict[str, frozenset[str]]:
         terms = features.tokens(word)
         if terms and not terms <= _AMOUNT_WORDS | _NOT_AN_ITEM and not features.places(word) \
                 and word_key(word) not in _PRONOUNS:
-            out[word] = frozenset(terms | {e for t in terms for e in EQUIVALENTS.get(t, ())})
+            out[word] = _with_equivalents(terms)
     return out
 
 
@@ -330,7 +340,7 @@ def _thing_asked_about(question: str) -> dict[str, frozenset[str]]:
     if not words or word_key(words[-1]) in _PRONOUNS or features.places(words[-1]):
         return {}
     head = features.tokens(words[-1])
-    return {words[-1]: frozenset(head | {e for t in head for e in EQUIVALENTS.get(t, ())})} if head else {}
+    return {words[-1]: _with_equivalents(head)} if head else {}
 
 
 def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozenset[str]]:
@@ -388,7 +398,7 @@ def _qualifiers_read_in_english(question: str) -> dict[str, frozenset[str]]:
         words = [w for w in group if features.stem(w) in QUALIFIERS]
         if words:
             terms = {features.stem(w) for w in words}
-            out[" / ".join(words)] = frozenset(terms | {e for t in terms for e in EQUIVALENTS.get(t, ())})
+            out[" / ".join(words)] = _with_equivalents(terms)
     return out
 
 
@@ -434,7 +444,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
                 out[word] = frozenset({term})  # "1970s" and "1970" are one term
             elif low in named or qualifier or term in QUALIFIERS or term in sections \
                     or EQUIVALENTS.get(term, set()) & sections:
-                out[word] = frozenset({term, *EQUIVALENTS.get(term, ())})
+                out[word] = _with_equivalents({term})
     return out
 
 
