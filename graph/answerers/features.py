@@ -89,7 +89,6 @@ _US_STATES = ("alabama|alaska|arizona|arkansas|california|colorado|connecticut|d
               "texas|utah|vermont|virginia|west virginia|wisconsin|wyoming").split("|")
 _PLACES["united states"] += tuple(_US_STATES)
 _CITIES = frozenset((
-
     "boston|new york|san francisco|chicago|seattle|los angeles|austin|denver|washington|london|manchester|"
     "edinburgh|dubai|abu dhabi|riyadh|jeddah|dammam|berlin|munich|frankfurt|paris|amsterdam|toronto|vancouver|"
     "montreal|sydney|melbourne|bangalore|bengaluru|mumbai|delhi|tokyo|dublin|madrid|barcelona|doha|cairo").split("|")
