@@ -8,7 +8,8 @@ NAME_MIN_COUNT times and in lower case at most LOWER_SHARE of as often (Sourcegr
 lower-case ones in addresses and handles, "sourcegraph.com", "@sourcegraph", are not counted), or
 in a brand spelling (GitLab, HubSpot, 37signals). For each name we keep the documents whose text,
 title or id contains it: a GitLab page that never says "GitLab" in the passage quoted still
-belongs to GitLab's handbook when its id or another of its passages does.
+belongs to GitLab's handbook when its id or another of its passages does. A name that more than half
+of a folder's documents use (a company's own name, over its handbook's folder) is every one of them's.
 
 Built from the published chunks in one read, off the event loop, once per tenant; a turn after
 REFRESH_S checks in the background whether anything was published, retired or withdrawn since
@@ -94,6 +95,13 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
     for doc_id, words in used.items():
         for w in words & names:
             docs[w].add(doc_id)
+    # A name most documents of a folder use is theirs all: a company's own name is not repeated on
+    # every page ("How long do the 37signals meetups last?" over a meetup page that never says it).
+    folders: dict[str, set[str]] = defaultdict(set)
+    for doc_id in used:
+        folders[doc_id.split("/", 1)[0] if "/" in doc_id else ""].add(doc_id)
+    for ids in docs.values():
+        ids.update(*(members for members in folders.values() if len(ids & members) * 2 > len(members)))
     return Lexicon(names={w: frozenset(ids) for w, ids in docs.items()},
                    words=frozenset().union(*used.values()))
 

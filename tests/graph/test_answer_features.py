@@ -341,6 +341,24 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
     assert find_gap("min password length at globex?", [acme_passwords], min_score=0.3) is None
 
 
+def test_a_name_most_of_a_folder_s_documents_use_is_every_one_of_them_s() -> None:
+    names = build_lexicon([
+        ("acme/travel", "Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice."]),
+        ("acme/leave", "Leave", ["At Acme, leave is booked in the HR tool. Acme approves it in a day."]),
+        ("acme/meetups", "Meetups", ["Company meetups last one week, twice a year."]),
+        ("globex/security", "Security", ["At Globex, passwords have 15 characters. Globex rotates keys."]),
+        ("globex/travel", "Travel", ["Globex staff book trains through Navan."]),
+    ]).names
+    assert names["acme"] == {"acme/travel", "acme/leave", "acme/meetups"}  # two of three use it
+    assert names["globex"] == {"globex/security", "globex/travel"}
+    assert names["navan"] == {"acme/travel", "globex/travel"}  # one of two in each folder: not theirs all
+    meetups = passage("Company meetups last one week, twice a year.", heading="Meetups", title="Meetups",
+                      doc="acme/meetups")
+    assert find_gap("How long do the Acme meetups last?", [meetups], min_score=0.3, names=names) is None
+    gap = find_gap("How long do the Globex meetups last?", [meetups], min_score=0.3, names=names)
+    assert gap is not None and gap.missing == ("Globex",)
+
+
 def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_documents() -> None:
     acme = passage("Passwords have at least 12 characters.", heading="Access > Passwords", title="Access Standard",
                    doc="acme/access", score=0.62)
