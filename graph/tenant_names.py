@@ -11,6 +11,12 @@ title or id contains it: a GitLab page that never says "GitLab" in the passage q
 belongs to GitLab's handbook when its id or another of its passages does. A name that more than half
 of a folder's documents use (a company's own name, over its handbook's folder) is every one of them's.
 
+*Organisations*: in a tenant that holds several companies' handbooks, one folder each and named after
+it, the folder's name is its organisation when the documents write it as a name and few other
+folders' documents use it (GitLab, Sourcegraph, Basecamp). A question that names none of them may be asked of any: graph/nodes/tools.py checks
+conflicts within each organisation's documents only, and the answer gives each organisation's rule
+under its name. A tenant with one organisation (or none told apart by folder) has no organisations.
+
 Built from the published chunks in one read, off the event loop, once per tenant; a turn after
 REFRESH_S checks in the background whether anything was published, retired or withdrawn since
 (one aggregate query) and rebuilds only then, using the last names meanwhile (a new name is known
@@ -25,7 +31,7 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from graph.answerers import features
@@ -34,6 +40,13 @@ log = logging.getLogger(__name__)
 
 NAME_MIN_COUNT = 2
 LOWER_SHARE = 0.1
+# A folder's organisation: its name, written as a name, used by at most this share of the other
+# folders' documents.
+ORGANISATION_SHARE_OUTSIDE = 0.2
+# Folders named after a team or a function: one organisation's parts, whatever their capitals.
+_DEPARTMENTS = frozenset("finance hr people legal security it ops operations engineering sales marketing support "
+                         "retail product design data admin facilities compliance procurement accounting payroll "
+                         "policies handbook docs general".split())
 REFRESH_S = 60.0
 
 WORD = re.compile(r"[\w'’-]+")
@@ -59,6 +72,8 @@ def word_key(word: str) -> str:
 class Lexicon:
     names: Names
     words: frozenset[str]  # every word (as `word_key` reads it) the tenant's documents use
+    # doc id → the organisation it belongs to, as written ("GitLab"); empty unless there are two or more
+    organisations: Mapping[str, str] = field(default_factory=dict)
 
 
 EMPTY = Lexicon(names={}, words=frozenset())
@@ -100,10 +115,37 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
     folders: dict[str, set[str]] = defaultdict(set)
     for doc_id in used:
         folders[doc_id.split("/", 1)[0] if "/" in doc_id else ""].add(doc_id)
+    organisations = _organisations(folders, docs, len(used))
     for ids in docs.values():
         ids.update(*(members for members in folders.values() if len(ids & members) * 2 > len(members)))
+    spelling: dict[str, tuple[int, str]] = {}
+    for form, n in forms.items():
+        key = word_key(form)
+        if key in organisations.values() and form[:1].isalnum() and not form.islower() \
+                and n > spelling.get(key, (0, ""))[0]:
+            spelling[key] = (n, _POSSESSIVE.sub("", form))
     return Lexicon(names={w: frozenset(ids) for w, ids in docs.items()},
-                   words=frozenset().union(*used.values()))
+                   words=frozenset().union(*used.values()),
+                   organisations={doc_id: spelling.get(key, (0, key))[1] for folder, key in organisations.items()
+                                  for doc_id in folders[folder]})
+
+
+def _organisations(folders: Mapping[str, set[str]], docs: Mapping[str, set[str]], total: int) -> dict[str, str]:
+    """folder → its organisation's name, when every folder is named after one: the folder's name is a
+    name of the tenant (written as one in prose), which at most ORGANISATION_SHARE_OUTSIDE of the
+    other folders' documents use ("gitlab/", "sourcegraph/"). {} unless there are two or more, and
+    for folders named after what they hold ("finance/", "hr/"): a month or a team most of a folder's
+    pages mention is nobody's organisation."""
+    out: dict[str, str] = {}
+    for folder, members in folders.items():
+        if not folder:
+            continue  # documents at the top belong to no folder's organisation
+        key, outside = word_key(folder), total - len(members)
+        ids = docs.get(key)
+        if not ids or key in _DEPARTMENTS or len(ids - members) > ORGANISATION_SHARE_OUTSIDE * outside:
+            return {}
+        out[folder] = key
+    return out if len(set(out.values())) >= 2 else {}
 
 
 class TenantNames:

@@ -70,6 +70,9 @@ class Passage:
     policy_id: str | None
     lang: str
     effective_at: str | None = None
+    # which of the tenant's organisations the document belongs to, where it holds several
+    # (graph/tenant_names.py; set by the graph's tools node, not by the search)
+    organisation: str | None = None
 
     def as_json(self) -> dict[str, object]:
         return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "version": self.version,

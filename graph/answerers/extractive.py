@@ -23,6 +23,11 @@ answered). Each becomes one line:
 
     According to <title> (<section>): “<sentence>” [chunk_id]
 
+Where the passages are several organisations' (a tenant holding several companies' handbooks, and a
+question that names none of them: graph/tenant_names.py), each organisation close to the best gets
+its own best sentences, each line led by the organisation's name ("GitLab: According to …"): the
+asker's company may be any of them, and one company's rule is no answer for another's staff.
+
 Only the connective phrase is Cairn's; the quoted text is the document's (a table row is shown with
 its column names, "City: Boston; Nightly limit: USD 250"). An Arabic question gets an Arabic
 connective, with the sentence quoted in the passage's own language. Every line carries a citation,
@@ -59,6 +64,12 @@ ADJACENT_MARGIN = 0.10
 KIND_MARGIN = 0.20  # how much worse the sentence of the kind asked may score than a best one of the wrong kind
 NAME_PENALTY = 0.15  # the question names London: a sentence about Boston is a worse answer
 MIN_SENTENCE_CHARS = 12
+# A question that names no organisation, over several organisations' passages (see `_picks`):
+# how much worse an organisation's best sentence may score than the best one (handbooks tune half:
+# 0.08 → 0.15 one more right answer; 0.15–0.35 the same answers, only longer)
+ORGANISATION_MARGIN = 0.15
+ORGANISATION_SENTENCES = 2  # sentences quoted for each organisation
+MAX_ORGANISATIONS = 3
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
 RECENT_SCORINGS = 32
 
@@ -121,25 +132,51 @@ class ExtractiveAnswerer:
 
     async def respond(self, request: AnswerRequest) -> Draft:
         floor = request.min_score if request.min_score is not None else float("-inf")
-        passages = _about_the_place_asked(request.question,
-                                          [p for p in request.passages if p.score >= floor][: self.max_passages])
+        groups = [_about_the_place_asked(request.question, group)
+                  for group in _by_organisation([p for p in request.passages if p.score >= floor], self.max_passages)]
+        passages = [p for group in groups for p in group]
         sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
         if not sentences:
             return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
                          {"error": "no sentence above the floor"})
         multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
         scores, cosine = await self._scores(request.question, sentences, passages, multilingual)
-        picks = _pick(sentences, scores, cosine, question=request.question, max_sentences=self.max_sentences)
+        picks = self._picks(request.question, sentences, scores, cosine, passages)
         quoted = [(passages[s.passage], _HTML_BREAK.sub("; ", s.text)) for s in picks]
         lines = [_line(passage, text, request.language) for passage, text in quoted]
         allowed = [p.chunk_id for p in passages]
         if not validate_answer("\n".join(lines), allowed).ok:
             # A title or section name that reads as a sentence of its own: drop the connective.
             lines = [f"“{text}” [{passage.chunk_id}]" for passage, text in quoted]
+        if len({passage.organisation for passage, _ in quoted}) > 1:
+            lines = [f"{passage.organisation}: {line}" if passage.organisation else line
+                     for (passage, _), line in zip(quoted, lines, strict=True)]
         info = {"encoder": "multilingual" if multilingual else "minilm",
                 "sentences": [{"chunk_id": passages[s.passage].chunk_id, "index": s.index,
                                "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
         return Draft(draft_message("\n".join(lines), answerer=self.name), info)
+
+    def _picks(self, question: str, sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray,
+               passages: Sequence[Passage]) -> list[_Sentence]:
+        """The sentences to quote. Where the passages are several organisations' (a question that
+        names none, in a tenant that holds several companies' handbooks), each organisation whose
+        best sentence is within ORGANISATION_MARGIN of the best one gets its own, best first: the
+        asker's company may be any of them, and one company's rule is no answer for another's staff."""
+        organisations = list(dict.fromkeys(p.organisation for p in passages))
+        if len(organisations) < 2:
+            return _pick(sentences, scores, cosine, question=question, max_sentences=self.max_sentences)
+        top = float(np.max(scores))
+        close: list[tuple[float, list[int]]] = []
+        for organisation in organisations:
+            mine = [i for i, s in enumerate(sentences) if passages[s.passage].organisation == organisation]
+            best = max(float(scores[i]) for i in mine)
+            if np.isfinite(best) and best >= top - ORGANISATION_MARGIN:
+                close.append((best, mine))
+        close.sort(key=lambda c: -c[0])
+        each = self.max_sentences if len(close) == 1 else ORGANISATION_SENTENCES
+        return [s for _, mine in close[:MAX_ORGANISATIONS]
+                for s in _pick([sentences[i] for i in mine], scores[mine], cosine[mine], question=question,
+                               max_sentences=each)]
 
     async def closest_sentence(self, question: str, passages: Sequence[Passage]) -> str | None:
         """The sentence this answerer would quote first, or None (see graph/nodes/tools.py: what a
@@ -229,11 +266,23 @@ class ExtractiveAnswerer:
         if len(ready) < len(sentences):
             score([i for i in range(len(sentences)) if i not in ready] if multilingual
                   else _shortlist(sentences, approx, q, rest, skip=ready))
-        best = sentences[int(np.argmax(total))]
-        # _pick weighs the best sentence's neighbours (its exception, its scope): score them too.
-        score([i for i, s in enumerate(sentences) if s.passage == best.passage
-               and abs(s.index - best.index) == 1 and total[i] == -np.inf])
+        # _pick weighs the best sentence's neighbours (its exception, its scope): score them too, for
+        # the best of each organisation's sentences (see `_picks`).
+        for organisation in dict.fromkeys(p.organisation for p in passages):
+            mine = [i for i, s in enumerate(sentences) if passages[s.passage].organisation == organisation]
+            best = sentences[max(mine, key=lambda i: total[i])]
+            score([i for i, s in enumerate(sentences) if s.passage == best.passage
+                   and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
+
+
+def _by_organisation(passages: Sequence[Passage], per_group: int) -> list[list[Passage]]:
+    """The best `per_group` passages of each organisation, the organisation of the best passage
+    first: one group where the tenant has no organisations (graph/tenant_names.py)."""
+    groups: dict[str | None, list[Passage]] = {}
+    for p in passages:
+        groups.setdefault(p.organisation, []).append(p)
+    return [group[:per_group] for group in groups.values()]
 
 
 def _about_the_place_asked(question: str, passages: list[Passage]) -> list[Passage]:

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -128,16 +129,24 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
     if gate is not None or not found:
         return found, gate, conflicts, missing
     known = await lexicon() if lexicon is not None else EMPTY
+    if known.organisations:
+        found = [replace(p, organisation=known.organisations.get(p.doc_id)) for p in found]
     # A question that names a company is answered only from its documents: another company's
-    # different figure is no conflict for it (nor evidence).
+    # different figure is no conflict for it (nor evidence). One that names none, in a tenant of
+    # several, may be asked of each: two organisations' different figures are two answers, given
+    # under each one's name, and a conflict is one within an organisation's documents.
     named = named_passages(question, found, known.names)
     if conflict_check is not None:
-        report = conflict_check(await _conflict_question(question, named, closest), named)
-        conflicts = report.as_json()
+        compared = await _conflict_question(question, named, closest)
+        overridden: set[str] = set()
+        for group in _by_organisation(named):
+            report = conflict_check(compared, group)
+            conflicts += report.as_json()
+            overridden |= report.overridden
         # An ordered pair (later effective date, supersedes) is no conflict: quote only the
         # passage that applies.
-        found = [p for p in found if p.chunk_id not in report.overridden]
-        named = [p for p in named if p.chunk_id not in report.overridden]
+        found = [p for p in found if p.chunk_id not in overridden]
+        named = [p for p in named if p.chunk_id not in overridden]
     if not conflicts:
         gap = find_gap(question, found, min_score=result.min_score, names=known.names, words=known.words)
         if gap is not None:
@@ -145,6 +154,14 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         else:
             found = named
     return found, gate, conflicts, missing
+
+
+def _by_organisation(passages: Sequence[Passage]) -> list[list[Passage]]:
+    """The passages of each organisation, best first (one group where the tenant has no organisations)."""
+    groups: dict[str | None, list[Passage]] = {}
+    for p in passages:
+        groups.setdefault(p.organisation, []).append(p)
+    return list(groups.values())
 
 
 async def _conflict_question(question: str, found: Sequence[Passage], closest: ClosestSentence | None) -> str:

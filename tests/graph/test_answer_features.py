@@ -341,6 +341,32 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
     assert find_gap("min password length at globex?", [acme_passwords], min_score=0.3) is None
 
 
+def test_a_folder_s_organisation_is_the_name_most_of_its_documents_use_and_few_others_do() -> None:
+    docs = [
+        ("acme/travel", "Travel", ["Acme staff book hotels through Navan. Post in Slack."]),
+        ("acme/leave", "Leave", ["At Acme, leave is booked in the HR tool. Ask in Slack."]),
+        ("acme/meetups", "Meetups", ["Company meetups last one week. The Slack channel has the dates."]),
+        ("globex/security", "Security", ["At Globex, passwords have 15 characters. Report in Slack."]),
+        ("globex/travel", "Travel", ["Globex's staff book trains through Navan. Slack the team."]),
+        ("globex/leave", "Leave", ["Globex staff book leave in Slack."]),
+    ]
+    lexicon = build_lexicon(docs)
+    # Slack is in every folder (nobody's organisation); Navan in half of each folder's documents at most.
+    assert lexicon.organisations == {"acme/travel": "Acme", "acme/leave": "Acme", "acme/meetups": "Acme",
+                                     "globex/security": "Globex", "globex/travel": "Globex",
+                                     "globex/leave": "Globex"}
+    # One organisation, or folders named after what they hold: none, though a month or a team most
+    # of a folder's pages name is written as a name.
+    assert build_lexicon(docs[:3]).organisations == {}
+    assert build_lexicon([(f"{d.split('/')[1]}/x", t, texts) for d, t, texts in docs]).organisations == {}
+    assert build_lexicon([
+        ("finance/travel", "Travel", ["From January, the Finance team pays hotels. Finance approves."]),
+        ("finance/mileage", "Mileage", ["The rate changes in January. Ask Finance."]),
+        ("hr/leave", "Leave", ["Ask HR about leave. HR replies in a day."]),
+        ("hr/remote", "Remote work", ["HR keeps the list of countries. Tell HR before you move."]),
+    ]).organisations == {}
+
+
 def test_a_name_most_of_a_folder_s_documents_use_is_every_one_of_them_s() -> None:
     names = build_lexicon([
         ("acme/travel", "Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice."]),
@@ -406,6 +432,24 @@ def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_do
     _, gate, found_conflicts, _ = asyncio.run(_screen("What is the nightly hotel limit in Boston?", hotels, conflicts,
                                                       None, lexicon=lexicon))
     assert found_conflicts and gate is None
+    # Where the tenant tells its organisations apart, two companies' figures are two answers, each
+    # passage marked with its organisation; a conflict is one within an organisation's documents.
+    acme_memo = passage("From 1 May the nightly hotel limit in Boston is USD 275.", heading="Travel > Hotels",
+                        title="Acme Travel Notice", doc="acme/travel-notice", score=0.5)
+
+    async def organised() -> Lexicon:
+        return Lexicon(names=names, words=frozenset(), organisations={
+            "acme/travel": "Acme", "acme/travel-notice": "Acme", "globex/travel": "Globex"})
+
+    found, gate, found_conflicts, _ = asyncio.run(_screen("What is the nightly hotel limit in Boston?", hotels,
+                                                          conflicts, None, lexicon=organised))
+    assert (gate, found_conflicts) == (None, [])
+    assert [(p.doc_id, p.organisation) for p in found] == [("acme/travel", "Acme"), ("globex/travel", "Globex")]
+    three = SearchResult(query="", language="en", mode="hybrid", passages=[acme_hotel, globex_hotel, acme_memo],
+                         gate=None, top_score=0.62, legs={}, reranker="test", rerank_fail_open=False, min_score=0.3)
+    _, _, found_conflicts, _ = asyncio.run(_screen("What is the nightly hotel limit in Boston?", three, conflicts,
+                                                   None, lexicon=organised))
+    assert [c["docs"] for c in found_conflicts] == [["acme/travel", "acme/travel-notice"]]
 
 
 async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_old() -> None:

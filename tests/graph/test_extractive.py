@@ -287,3 +287,38 @@ async def test_a_pointer_to_another_section_is_not_quoted_over_the_fact(embedder
                             passages=[bonuses, gifts], min_score=0.3, messages=[])
     answer = (await ExtractiveAnswerer(embedder=embedder, max_sentences=1).respond(request)).message.content
     assert "backpack" in answer, answer
+
+
+async def test_a_question_naming_no_organisation_gets_each_organisation_s_rule_under_its_name(
+        embedder: Embedder) -> None:
+    def org(passage: Passage, name: str | None) -> Passage:
+        return Passage(**{**passage.__dict__, "organisation": name})
+
+    acme = org(_passage("acme/security/passwords", "Password Standard",
+                        "# Password Standard\n\nPasswords must be at least 12 characters long. "
+                        "Passwords are stored in the company password manager.\n", score=0.7), "Acme")
+    globex = org(_passage("globex/it/passwords", "Passwords",
+                          "# Passwords\n\nEvery password must be at least 15 characters long. "
+                          "Screens lock after five minutes.\n", score=0.6), "Globex")
+    unrelated = org(_passage("globex/it/printers", "Printers",
+                             "# Printers\n\nThe printers on each floor are serviced every Tuesday.\n", score=0.32),
+                    "Globex")
+    answerer = ExtractiveAnswerer(embedder=embedder)
+    question = "How many characters must a password have?"
+    draft = await answerer.respond(AnswerRequest(question=question, language="en", passages=[acme, globex, unrelated],
+                                                 min_score=0.3, messages=[]))
+    lines = str(draft.message.content).splitlines()
+    assert any(line.startswith("Acme: According to Password Standard") and "12 characters" in line for line in lines)
+    assert any(line.startswith("Globex: According to Passwords") and "15 characters" in line for line in lines)
+    assert not any("printers" in line for line in lines)
+    # One organisation's passages: no names, as before.
+    draft = await answerer.respond(AnswerRequest(question=question, language="en", passages=[acme], min_score=0.3,
+                                                 messages=[]))
+    assert str(draft.message.content).startswith("According to Password Standard")
+    # An organisation whose best sentence is far below the best one is left out.
+    far = org(globex, "Globex")
+    far = Passage(**{**far.__dict__, "text": "# Passwords\n\nThe printers on each floor are serviced every Tuesday.\n"})
+    draft = await answerer.respond(AnswerRequest(question=question, language="en", passages=[acme, far],
+                                                 min_score=0.3, messages=[]))
+    assert not any(line.startswith("Globex") for line in str(draft.message.content).splitlines())
+    assert str(draft.message.content).startswith("According to Password Standard")
