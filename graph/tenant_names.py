@@ -59,6 +59,11 @@ _POSSESSIVE = re.compile(r"['’]s$|(?<=s)['’]$")  # "GitLab's", "37signals'"
 _REGIONS = frozenset("north south east west northern southern eastern western central europe european asia asian "
                      "africa african nordic scandinavian mediterranean latin arab middle".split())
 
+# Days and months are written with a capital but are when, not who: "my last day is Friday" is the
+# asker's situation, and a page that never names the day still answers.
+_CALENDAR = frozenset("monday tuesday wednesday thursday friday saturday sunday january february march april may "
+                      "june july august september october november december".split())
+
 Names = Mapping[str, frozenset[str]]  # name → ids of the documents that use it
 
 
@@ -105,7 +110,7 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
     # A place or a region is read as a place; a word with no content (a stopword, a number)
     # names nothing.
     names = {w for w in names if features.tokens(w) and not features.places(w) and not w.isdigit()
-             and w not in _REGIONS}
+             and w not in _REGIONS and w not in _CALENDAR}
     docs: dict[str, set[str]] = defaultdict(set)
     for doc_id, words in used.items():
         for w in words & names:

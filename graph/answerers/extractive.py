@@ -70,6 +70,7 @@ MIN_SENTENCE_CHARS = 12
 ORGANISATION_MARGIN = 0.15
 ORGANISATION_SENTENCES = 2  # sentences quoted for each organisation
 MAX_ORGANISATIONS = 3
+FAQ_SHORT_ANSWER = 60  # an FAQ answer this short is shown after its question ("Not at this time.")
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
 RECENT_SCORINGS = 32
 
@@ -402,6 +403,10 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
     out: list[_Sentence] = []
     header: list[str] | None = None
     lead_in = ""
+    head, _, rest = text.partition("\n")
+    # an FAQ's question (the chunk's own heading, or a line of it), for the answer under it
+    asked = _faq_question(head) if rest.strip() else ""
+    first = bool(asked)
     for line in body_of(text).splitlines():
         stripped = line.strip()
         if not stripped:
@@ -419,23 +424,50 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
         if not is_item:
             lead_in = ""
         if _is_heading_line(stripped) and cells is None:
-            lead_in = stripped
+            lead_in, first = stripped, False
             continue
         for sentence in split_sentences(stripped):
             if sentence.endswith(":") and not re.search(r"\d", sentence):
                 lead_in = sentence
                 continue
+            if sentence.rstrip(" *_”\"'").endswith(("?", "؟")):
+                # A question (an FAQ's) restates what was asked; it never answers it. The first
+                # sentence under it is compared with the question together with it: "Not at this
+                # time." says nothing alone, under "Does the company match my 401k?" it is the answer.
+                if not _INSTRUCTION_TO_AI.search(sentence):
+                    asked = _faq_question(sentence)
+                    first = bool(asked)
+                continue
             if (len(sentence) < MIN_SENTENCE_CHARS and not re.search(r"\d", sentence)) \
-                    or _INSTRUCTION_TO_AI.search(sentence) or sentence.rstrip(" *_”\"'").endswith(("?", "؟")):
-                continue  # a question (an FAQ's) restates what was asked; it never answers it
+                    or _INSTRUCTION_TO_AI.search(sentence):
+                continue
             shown = sentence.lstrip("-•* ").strip()
             if cells is not None and header is not None and len(header) == len(cells):
                 shown = "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True))
             scored = f"{lead_in} {shown}" if is_item and lead_in else shown
             if is_item and lead_in.endswith(":"):
                 shown = scored  # the lead-in is part of the sentence the item completes
+            if first:  # the answer's first sentence, which says yes, no or how much
+                scored = f"{asked} {scored}"
+                if len(shown) <= FAQ_SHORT_ANSWER:
+                    shown = f"{asked} {shown}"  # a short answer is shown with the question it answers
+                first = False
             out.append(_Sentence(passage_no, len(out), shown, scored))
     return out
+
+
+_FAQ_MARK = re.compile(r"^(?:Q(?:uestion)?\s*[:.)]\s*|\*\*Q[:.]\s*)", re.IGNORECASE)
+
+
+def _faq_question(line: str) -> str:
+    """The question a line asks ("Q. Does Sourcegraph match my 401k?" → "Does Sourcegraph match my
+    401k?"; the last part of a heading path), or "" for none, or one too short to say what it asks
+    about ("Questions?")."""
+    last = line.split(" > ")[-1].strip().lstrip("-•*# ").strip(" *_")
+    if not last.rstrip("”\"'").endswith(("?", "؟")):
+        return ""
+    question = _FAQ_MARK.sub("", last).strip(" *_")
+    return question if len(question.split()) >= 3 else ""
 
 
 def _names_columns(cells: Sequence[str]) -> bool:

@@ -359,12 +359,15 @@ def test_a_folder_s_organisation_is_the_name_most_of_its_documents_use_and_few_o
     # of a folder's pages name is written as a name.
     assert build_lexicon(docs[:3]).organisations == {}
     assert build_lexicon([(f"{d.split('/')[1]}/x", t, texts) for d, t, texts in docs]).organisations == {}
-    assert build_lexicon([
+    departments = build_lexicon([
         ("finance/travel", "Travel", ["From January, the Finance team pays hotels. Finance approves."]),
-        ("finance/mileage", "Mileage", ["The rate changes in January. Ask Finance."]),
-        ("hr/leave", "Leave", ["Ask HR about leave. HR replies in a day."]),
+        ("finance/mileage", "Mileage", ["The rate changes in January. Ask Finance on Friday."]),
+        ("hr/leave", "Leave", ["Ask HR about leave. HR replies in a day, except on Friday."]),
         ("hr/remote", "Remote work", ["HR keeps the list of countries. Tell HR before you move."]),
-    ]).organisations == {}
+    ])
+    assert departments.organisations == {}
+    # Days and months are when, not who: "my last day is Friday" names no one a page must name.
+    assert "january" not in departments.names and "friday" not in departments.names
 
 
 def test_a_name_most_of_a_folder_s_documents_use_is_every_one_of_them_s() -> None:

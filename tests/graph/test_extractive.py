@@ -322,3 +322,23 @@ async def test_a_question_naming_no_organisation_gets_each_organisation_s_rule_u
                                                  min_score=0.3, messages=[]))
     assert not any(line.startswith("Globex") for line in str(draft.message.content).splitlines())
     assert str(draft.message.content).startswith("According to Password Standard")
+
+
+async def test_an_faq_answer_is_read_with_the_question_it_answers(embedder: Embedder) -> None:
+    text = ("Benefits > FAQ\nQ. How do I enrol in the pension plan?\n\n- Enrol in the HR portal within 30 days of "
+            "joining.\n\nQ. Does Acme match my pension contributions?\n\n- Not at this time.\n\n"
+            "Q. Can I change my pension provider?\n\n- Your pension provider is chosen by the company and applies to "
+            "every plan member.\n")
+    answerer = ExtractiveAnswerer(embedder=embedder)
+    draft = await answerer.respond(AnswerRequest(question="does acme match pension contributions?", language="en",
+                                                 passages=[_passage("hr/benefits", "Benefits", text)], min_score=0.3,
+                                                 messages=[]))
+    first = str(draft.message.content).splitlines()[0]
+    # "Not at this time." alone says nothing: it is shown after the question it answers.
+    assert "“Does Acme match my pension contributions? Not at this time.”" in first
+    sentences = _candidates(text)
+    assert [s.text for s in sentences][1] == "Does Acme match my pension contributions? Not at this time."
+    assert sentences[2].scored_text.startswith("Can I change my pension provider? Your pension provider")
+    assert sentences[2].text.startswith("Your pension provider")  # a longer answer is shown alone
+    # "Questions?" asks about nothing in particular.
+    assert _candidates("Plans > Questions?\nCall the plan on 0800 123 456.")[0].scored_text.startswith("Call")
