@@ -157,7 +157,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         # flight rule that names no country applies to a flight to Dubai; an office list that
         # names four cities says nothing about a fifth. A site is always one ("the London office",
         # "our Dubai warehouse"): a rule for offices in general does not say how that one works.
-        other_places = _is_place(have)
+        other_places = _is_place(have) or bool(_LISTED_PLACES.search(p.text))
         missing = tuple(word for word, terms in wanted.items()
                         if not _covered(terms, have) and p.doc_id not in names.get(word_key(word), ())
                         and not (catch_all and (_is_place(terms) or _is_place_or_name(word))
@@ -170,6 +170,12 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     return Gap(missing=best_missing or ())
 
 
+# A passage that introduces a list of places tells places apart, though the list is in another passage
+# ("Below are states that have Paid Medical and Family Leave provisions …", "in the following countries").
+_LISTED_PLACES = re.compile(r"\b(?:(?:the )?following|below are(?: the)?|listed below|these)\s+(?:\w+\s+)?"
+                            r"(?:states|countries|cities|locations|regions|provinces|offices|entities|jurisdictions)\b|"
+                            r"\b(?:states|countries|cities|locations|provinces|offices|entities)\s+(?:listed\s+)?below\b",
+                            re.IGNORECASE)
 _SITE = re.compile(r"\b((?:[\w'-]+ ){0,2}[\w'-]+)\s+(?:office|offices|site|warehouse|store|shop|branch|campus|hq|"
                    r"headquarters|building|factory|plant|depot|lab)\b", re.IGNORECASE)
 

@@ -426,7 +426,8 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
         if _is_heading_line(stripped) and cells is None:
             lead_in, first = stripped, False
             continue
-        for sentence in split_sentences(stripped):
+        pieces = split_sentences(stripped)
+        for at, sentence in enumerate(pieces):
             if sentence.endswith(":") and not re.search(r"\d", sentence):
                 lead_in = sentence
                 continue
@@ -434,8 +435,12 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
                 # A question (an FAQ's) restates what was asked; it never answers it. The first
                 # sentence under it is compared with the question together with it: "Not at this
                 # time." says nothing alone, under "Does the company match my 401k?" it is the answer.
-                if not _INSTRUCTION_TO_AI.search(sentence):
-                    asked = _faq_question(sentence)
+                # An FAQ's question opens its line, or follows its mark ("Q." "Does …?"); one inside
+                # a paragraph is the text's own ("… is a round trip shorter than 2000 km?").
+                opens = at == 0 or bool(_FAQ_MARK.match(sentence.lstrip("-•*# ").strip(" *_"))) \
+                    or (at == 1 and bool(_FAQ_MARK.fullmatch(pieces[0].strip(" -•*#_") + " ")))
+                if opens:
+                    asked = "" if _INSTRUCTION_TO_AI.search(sentence) else _faq_question(sentence)
                     first = bool(asked)
                 continue
             if (len(sentence) < MIN_SENTENCE_CHARS and not re.search(r"\d", sentence)) \
@@ -467,7 +472,12 @@ def _faq_question(line: str) -> str:
     if not last.rstrip("”\"'").endswith(("?", "؟")):
         return ""
     question = _FAQ_MARK.sub("", last).strip(" *_")
-    return question if len(question.split()) >= 3 else ""
+    return question if len(question.split()) >= 3 and _ASKS.match(question) else ""
+
+
+# How an FAQ's question opens (a sentence that ends with one, "… consider this instance: is there …?", is no FAQ's).
+_ASKS = re.compile(r"(?:what|how|when|where|who|whom|whose|why|which|can|could|do|does|did|is|are|was|were|will|"
+                   r"would|should|shall|may|might|must|am|if|هل|ما|ماذا|متى|كيف|كم|أين|لماذا|من|أي)\b", re.IGNORECASE)
 
 
 def _names_columns(cells: Sequence[str]) -> bool:

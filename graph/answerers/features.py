@@ -377,8 +377,9 @@ def kind_score(kind: str | None, sentence: str) -> float:
         return TYPE_BONUS if _DIGIT.search(counted) or _NUMBER_WORD.search(counted) else -TYPE_PENALTY
     if kind == "frequency":  # "each fiscal quarter", "twice a year", "every 90 days"
         return TYPE_BONUS if _FREQUENCY.search(sentence) else -TYPE_PENALTY
-    if kind == "when":  # a date, a time or a period: digits or named days; "within", "before" say less
-        if _DIGIT.search(sentence) or _CALENDAR.search(sentence):
+    if kind == "when":  # a date, a time or a period: digits or named days; "within", "before" say less;
+        # an amount of money or a share says how much, not when ("… $10,000 worth of reimbursements")
+        if _DIGIT.search(_PERCENT_FIGURE.sub(" ", _ASKED_AMOUNT.sub(" ", sentence))) or _CALENDAR.search(sentence):
             return TYPE_BONUS
         return 0.0 if _DATEISH.search(sentence) else -TYPE_PENALTY
     if kind == "who":
@@ -400,6 +401,7 @@ _UPPER = re.compile(rf"\b(?:up to|under|less than|below|not more than|no more th
                     re.IGNORECASE)
 _LOWER = re.compile(rf"\b(?:over|above|more than|exceeding|greater than|at least|from)\s+({_MARKED})|({_MARKED})\s*"
                     r"(?:\+|or more|and (?:above|over|up))", re.IGNORECASE)
+_PERCENT_FIGURE = re.compile(r"\d[\d.,]*\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)
 _CURRENCY_MARK = re.compile(rf"[$€£]|\b{_CODE}\b", re.IGNORECASE)
 RANGE_BONUS = 0.10
 RANGE_PENALTY = 0.15

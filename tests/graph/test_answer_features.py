@@ -105,6 +105,11 @@ def test_a_sentence_of_the_wrong_kind_loses_and_one_of_the_right_kind_gains() ->
         assert features.kind_score("quantity", dated) < 0, dated
     assert features.kind_score("quantity", "From 1 March 2026 the company pays AUD 500 a year.") > 0
     assert features.kind_score("quantity", "In May, 3 days may be carried over.") > 0
+    # …and an amount of money or a share says how much, not when.
+    for amount in ("If you have submitted $10,000 worth of reimbursements, your wallet shows the rest.",
+                   "The company pays 80% of the premium."):
+        assert features.kind_score("when", amount) < 0, amount
+    assert features.kind_score("when", "Submit a claim of up to $500 within 90 days of the service.") > 0
 
 
 def test_a_frequency_is_a_count_of_times_not_any_time() -> None:

@@ -69,3 +69,15 @@ def test_a_site_the_evidence_never_names_is_missing_even_where_it_names_no_place
     london = passage("In London, meeting rooms are booked at the front desk.", "Facilities > Meeting Rooms",
                      doc="ops/facilities")
     assert find_gap("How do I book a meeting room in the London office?", [london], min_score=0.3) is None
+
+
+def test_a_passage_that_introduces_a_list_of_places_tells_places_apart() -> None:
+    intro = passage("Below are states that have paid family leave programmes and in which we have employees. If you "
+                    "work in one of the following states, you may qualify for leave.", "State Family Leave",
+                    doc="hr/state-leave")
+    gap = find_gap("I work from Washington state - what paid family leave can I get through the state program?",
+                   [intro], min_score=0.3)
+    assert gap is not None and gap.missing == ("Washington",)
+    # A rule that names no place and lists none applies wherever the asker is.
+    flights = passage("Flights over six hours may be booked in premium economy.", "Travel > Flights", doc="fin/travel")
+    assert find_gap("can I fly premium economy from Washington to Tokyo?", [flights], min_score=0.3) is None

@@ -342,3 +342,12 @@ async def test_an_faq_answer_is_read_with_the_question_it_answers(embedder: Embe
     assert sentences[2].text.startswith("Your pension provider")  # a longer answer is shown alone
     # "Questions?" asks about nothing in particular.
     assert _candidates("Plans > Questions?\nCall the plan on 0800 123 456.")[0].scored_text.startswith("Call")
+
+
+def test_a_question_inside_a_paragraph_is_the_text_s_own_not_an_faq_s() -> None:
+    text = ("Problems\nConsider this instance of the problem: is there a route of at most 2000 km through the 15 "
+            "largest cities? The answer to this instance is of little use for other instances. For this reason the "
+            "theory studies problems, not instances.\nHow often do we run it? Every week, on Mondays.")
+    sentences = _candidates(text)
+    assert sentences[0].scored_text == "The answer to this instance is of little use for other instances."
+    assert sentences[2].scored_text == "How often do we run it? Every week, on Mondays."
