@@ -180,11 +180,17 @@ _SITE = re.compile(r"\b((?:[\w'-]+ ){0,2}[\w'-]+)\s+(?:office|offices|site|wareh
                    r"headquarters|building|factory|plant|depot|lab)\b", re.IGNORECASE)
 
 
+# The same in Arabic, where the site comes first: "مكتب دنفر" (the Denver office), "فرع دبي".
+_AR_SITE = re.compile(r"(?:مكتب|مكاتب|فرع|مستودع|متجر|مقر)\s+((?:ال)?[\u0621-\u064A]+(?:\s+[\u0621-\u064A]+)?)")
+
+
 def _sited_places(question: str) -> frozenset[str]:
     """The city terms of the places a question names as a site ("the London office", "our New York
-    store"), which a passage must name whether or not it names places."""
-    return frozenset(t for m in _SITE.finditer(question) for t in features.places(m.group(1))
-                     if t.startswith("city:"))
+    store", "مكتب دنفر"), which a passage must name whether or not it names places."""
+    english = (t for m in _SITE.finditer(question) for t in features.places(m.group(1)))
+    arabic = (t for m in _AR_SITE.finditer(question) for terms in features.arabic_places(m.group(1)).values()
+              for t in terms)
+    return frozenset(t for t in (*english, *arabic) if t.startswith("city:"))
 
 
 def named_passages(question: str, passages: Sequence[Passage], names: Names) -> list[Passage]:

@@ -81,3 +81,14 @@ def test_a_passage_that_introduces_a_list_of_places_tells_places_apart() -> None
     # A rule that names no place and lists none applies wherever the asker is.
     flights = passage("Flights over six hours may be booked in premium economy.", "Travel > Flights", doc="fin/travel")
     assert find_gap("can I fly premium economy from Washington to Tokyo?", [flights], min_score=0.3) is None
+
+
+def test_an_arabic_question_s_site_must_be_named_by_english_evidence() -> None:
+    wifi = passage("Guest Wi-Fi details are posted at reception; never share the staff network password.",
+                   "IT > Wi-Fi", doc="it/wifi")
+    # "What is the guest Wi-Fi password in the Denver office?": the evidence names no office.
+    gap = find_gap("ما كلمة مرور شبكة الواي فاي للضيوف في مكتب دنفر؟", [wifi], min_score=0.3)
+    assert gap is not None and gap.missing == ("denver",)
+    denver = passage("In the Denver office the guest Wi-Fi password is on the card at reception.", "IT > Wi-Fi",
+                     doc="it/wifi")
+    assert find_gap("ما كلمة مرور شبكة الواي فاي للضيوف في مكتب دنفر؟", [denver], min_score=0.3) is None
