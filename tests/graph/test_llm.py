@@ -14,7 +14,7 @@ import pytest
 
 from graph.answerers.llm import MAX_TOKENS
 from graph.messages import abstention
-from graph.prompts import PROMPT_VERSION
+from graph.prompts import PROMPT_VERSION, SYSTEM_PROMPT, format_evidence
 from graph.validate import citations_in
 from tests.graph import fake_openai as llm
 from tests.graph.conftest import LONDON, bob
@@ -194,3 +194,14 @@ async def test_kill_switch_llm_paused_answers_extractively_and_tools_paused_esca
             paused = await svc.runner.ask(session_id="s-p2", scope=bob(svc), question=LONDON)
     assert (paused.route, paused.reason) == ("escalate", "retrieval_unavailable")
     assert paused.answer == abstention("retrieval_paused", "en") and "paused" in paused.answer
+
+
+def test_the_model_is_told_which_organisation_each_passage_belongs_to() -> None:
+    passages = [{"chunk_id": "t:gitlab/security/passwords:v1:0000", "organisation": "GitLab", "title": "Passwords",
+                 "heading": "Passwords", "version": "v1", "score": 0.7, "text": "Minimum length: 12 characters."},
+                {"chunk_id": "t:handbook/it:v1:0000", "organisation": None, "title": "IT", "heading": "IT",
+                 "version": "v1", "score": 0.6, "text": "Screens lock after five minutes."}]
+    sent = format_evidence(passages)
+    assert 'id="t:gitlab/security/passwords:v1:0000" organisation="GitLab" title="Passwords"' in sent
+    assert 'id="t:handbook/it:v1:0000" title="IT"' in sent  # none where the tenant has no organisations
+    assert "never present one organisation's rule as another's" in SYSTEM_PROMPT
