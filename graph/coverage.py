@@ -144,7 +144,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
             wanted |= _qualifiers_read_in_english(question) | features.arabic_places(question)
     else:
         wanted = (_distinguishing(question, passages, names) | _unknown_names(question, words)
-                  | _asked_item(question) | _amount_of(question) | _thing_asked_about(question))
+                  | _asked_item(question) | _amount_of(question) | _thing_asked_about(question) | _counted(question))
     if not wanted:
         return None
     sited = _sited_places(question)
@@ -324,6 +324,36 @@ def _amount_of(question: str) -> dict[str, frozenset[str]]:
                 and word_key(word) not in _PRONOUNS:
             out[word] = _with_equivalents(terms)
     return out
+
+
+# "How many wrong password tries before …?", "how many shares …": what is counted. Units of time,
+# measure and money, people and times are how anything is counted ("how many days …").
+_HOW_MANY = re.compile(r"\bhow many\s+(?P<what>(?:[\w'-]+\s+){0,2}?[\w'-]+?)(?=\s+(?:do|does|did|are|is|were|was|"
+                       r"can|could|will|would|should|must|may|have|has|had|before|after|of|in|at|on|per|for|to|"
+                       r"a|an|the|i|we|you|they|it|my|our)\b|\s*[?.,!]|$)", re.IGNORECASE)
+_COUNT_UNITS = frozenset(features.stem(w) for w in (
+    "day days week weeks month months year years hour hours minute minutes night nights time times people person "
+    "employee employees staff member members teammate teammates team teams one ones business working calendar "
+    "consecutive paid unpaid total meter meters metre metres kilometer kilometers kilometre kilometres km mile miles "
+    "cubic square feet foot inch inches kg kilogram kilograms gram grams ton tons tonne tonnes liter liters litre "
+    "litres gallon gallons dollar dollars euro euros pound pounds percent degree degrees").split())
+
+
+def _counted(question: str) -> dict[str, frozenset[str]]:
+    """The thing a "how many …?" question counts, by its head word ("how many wrong password *tries*",
+    "how many *shares*"): evidence that never mentions it counts something else. Not a unit of time,
+    people or times, which is how policies count most things."""
+    m = _HOW_MANY.search(question)
+    if m is None:
+        return {}
+    words = m["what"].split()
+    if any(features.tokens(w) & _COUNT_UNITS for w in words):
+        return {}  # "how many people died …", "how many days off …"
+    head = words[-1]
+    terms = features.tokens(head)
+    if not terms or terms <= _NOT_AN_ITEM or features.places(head) or word_key(head) in _PRONOUNS:
+        return {}
+    return {head: _with_equivalents(terms)}
 
 
 # "Is there a shuttle bus …?", "do we have a Secret Santa gift exchange?": whether a thing exists.

@@ -92,3 +92,14 @@ def test_an_arabic_question_s_site_must_be_named_by_english_evidence() -> None:
     denver = passage("In the Denver office the guest Wi-Fi password is on the card at reception.", "IT > Wi-Fi",
                      doc="it/wifi")
     assert find_gap("ما كلمة مرور شبكة الواي فاي للضيوف في مكتب دنفر؟", [denver], min_score=0.3) is None
+
+
+def test_what_a_how_many_question_counts_must_be_in_the_evidence() -> None:
+    passwords = passage("Passwords must be at least 15 characters long and are never written down.",
+                        "Security > Passwords", doc="it/security")
+    gap = find_gap("how many wrong password tries before my account is locked?", [passwords], min_score=0.3)
+    assert gap is not None and gap.missing == ("tries",)
+    assert find_gap("How many characters must a password have?", [passwords], min_score=0.3) is None
+    # Units, people and times are how anything is counted: the rule's own words need not repeat them.
+    assert find_gap("How many days of paid sick leave do staff get?", [SICK], min_score=0.3) is None
+    assert find_gap("how many people can share one sick day?", [SICK], min_score=0.3) is None
