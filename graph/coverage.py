@@ -26,7 +26,10 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   membership"): evidence that never mentions it says what is paid for, not whether this is;
 - the thing whose amount is asked, every word of it ("the pet *insurance* discount", "the annual
   *dental claim* limit"), and the thing whose existence is asked, by its head word ("is there a
-  shuttle *bus* …?"), unless policies state it in other words ("is there a deadline …?").
+  shuttle *bus* …?"), unless policies state it in other words ("is there a deadline …?");
+- what a "how many …?" question counts ("how many wrong password *tries* …"), unless it is a unit,
+  people or times; and what a policy is asked about, every word of it ("the policy on *smoking or
+  vaping* *breaks*").
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
 capitalised. A place counts only where a passage tells places apart, except a site ("the London
@@ -85,6 +88,8 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         # Things asked to be paid for, as staff say them and as policies write them.
         "present": "gift", "gift": "present", "glasses": "eyewear spectacles eyeglasses",
         "spectacles": "eyewear glasses eyeglasses", "eyeglasses": "eyewear glasses spectacles",
+        "dinner": "meal meals", "dinners": "meal meals", "lunch": "meal meals", "lunches": "meal meals",
+        "breakfast": "meal meals",
         # A season is also its months: "over the winter holidays" is answered by "between December 23
         # and January 1".
         "winter": "december january february", "summer": "june july august",
@@ -144,7 +149,8 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
             wanted |= _qualifiers_read_in_english(question) | features.arabic_places(question)
     else:
         wanted = (_distinguishing(question, passages, names) | _unknown_names(question, words)
-                  | _asked_item(question) | _amount_of(question) | _thing_asked_about(question) | _counted(question))
+                  | _asked_item(question) | _amount_of(question) | _thing_asked_about(question) | _counted(question)
+                  | _policy_about(question))
     if not wanted:
         return None
     sited = _sited_places(question)
@@ -323,6 +329,29 @@ def _amount_of(question: str) -> dict[str, frozenset[str]]:
         if terms and not terms <= _AMOUNT_WORDS | _NOT_AN_ITEM and not features.places(word) \
                 and word_key(word) not in _PRONOUNS:
             out[word] = _with_equivalents(terms)
+    return out
+
+
+# "What's the policy on smoking breaks?", "any rules about pets in the office?": what the policy is about.
+_POLICY_ON = re.compile(r"\b(?:policy|policies|rules|guidelines|guidance) (?:on|about|around|regarding) "
+                        r"(?:(?:a|an|the|my|our|any|some|using|having|taking|bringing|getting) )*"
+                        r"(?P<what>(?:[\w'-]+ ){0,3}?[\w'-]+)(?= (?:for|at|in|on|when|while|if|during|after|before|"
+                        r"from|with|to|as|of|by|is|are|here|there)\b|\s*[?.!,]|$)", re.IGNORECASE)
+
+
+def _policy_about(question: str) -> dict[str, frozenset[str]]:
+    """What a question asks the policy on, every word of it ("the policy on *smoking or vaping*
+    *breaks*", "rules about *pets*"; words joined by "or" are one, either will do): evidence that
+    never mentions one of them is another policy."""
+    m = _POLICY_ON.search(question)
+    if m is None:
+        return {}
+    out: dict[str, frozenset[str]] = {}
+    for group in re.split(r"\s+(?!or\b)(?<!\bor\s)", m["what"]):
+        words = [w for w in group.split() if w.lower() != "or"]
+        terms = [features.tokens(w) for w in words if not features.places(w) and word_key(w) not in _PRONOUNS]
+        if terms and all(t and not t <= _NOT_AN_ITEM for t in terms):
+            out[" or ".join(words)] = _with_equivalents(frozenset().union(*terms))
     return out
 
 

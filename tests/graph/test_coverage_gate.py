@@ -103,3 +103,18 @@ def test_what_a_how_many_question_counts_must_be_in_the_evidence() -> None:
     # Units, people and times are how anything is counted: the rule's own words need not repeat them.
     assert find_gap("How many days of paid sick leave do staff get?", [SICK], min_score=0.3) is None
     assert find_gap("how many people can share one sick day?", [SICK], min_score=0.3) is None
+
+
+def test_what_a_question_asks_the_policy_on_must_be_in_the_evidence() -> None:
+    hours = passage("Staff work 40 hours a week and take a one-hour lunch break each day.", "Working Time > Breaks",
+                    doc="hr/working-time")
+    gap = find_gap("what's the policy on smoking or vaping breaks during the workday?", [hours], min_score=0.3)
+    assert gap is not None and gap.missing == ("smoking or vaping",)
+    smoking = passage("Smoking breaks are taken outside the building, away from the entrance; vaping counts as "
+                      "smoking.", "Working Time > Breaks", doc="hr/working-time")
+    assert find_gap("what's the policy on smoking or vaping breaks during the workday?", [smoking],
+                    min_score=0.3) is None
+    # Staff words count: dinners are meals.
+    meals = passage("Client meals are reimbursed up to USD 60 a person with the attendees listed.",
+                    "Expenses > Meals", doc="fin/expenses")
+    assert find_gap("whats the policy on expensing client dinners?", [meals], min_score=0.3) is None
