@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.answerers import features
+from retrieval.search import Passage
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,15 @@ def _organisations(folders: Mapping[str, set[str]], docs: Mapping[str, set[str]]
             return {}
         out[folder] = key
     return out if len(set(out.values())) >= 2 else {}
+
+
+def by_organisation(passages: Iterable[Passage]) -> list[list[Passage]]:
+    """The passages of each organisation, in their order, the organisation of the first one first (one
+    group where the tenant has no organisations)."""
+    groups: dict[str | None, list[Passage]] = {}
+    for p in passages:
+        groups.setdefault(p.organisation, []).append(p)
+    return list(groups.values())
 
 
 class TenantNames:

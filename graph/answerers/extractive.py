@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, features
+from graph.tenant_names import by_organisation
 from graph.validate import validate_answer
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
 from retrieval.language import detect_language
@@ -133,8 +134,8 @@ class ExtractiveAnswerer:
 
     async def respond(self, request: AnswerRequest) -> Draft:
         floor = request.min_score if request.min_score is not None else float("-inf")
-        groups = [_about_the_place_asked(request.question, group)
-                  for group in _by_organisation([p for p in request.passages if p.score >= floor], self.max_passages)]
+        groups = [_about_the_place_asked(request.question, group[: self.max_passages])
+                  for group in by_organisation(p for p in request.passages if p.score >= floor)]
         passages = [p for group in groups for p in group]
         sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
         if not sentences:
@@ -275,15 +276,6 @@ class ExtractiveAnswerer:
             score([i for i, s in enumerate(sentences) if s.passage == best.passage
                    and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
-
-
-def _by_organisation(passages: Sequence[Passage], per_group: int) -> list[list[Passage]]:
-    """The best `per_group` passages of each organisation, the organisation of the best passage
-    first: one group where the tenant has no organisations (graph/tenant_names.py)."""
-    groups: dict[str | None, list[Passage]] = {}
-    for p in passages:
-        groups.setdefault(p.organisation, []).append(p)
-    return [group[:per_group] for group in groups.values()]
 
 
 def _about_the_place_asked(question: str, passages: list[Passage]) -> list[Passage]:

@@ -21,7 +21,7 @@ from graph.answerers.features import tokens
 from graph.coverage import find_gap, named_passages
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
-from graph.tenant_names import EMPTY, Lexicon, TenantNames
+from graph.tenant_names import EMPTY, Lexicon, TenantNames, by_organisation
 from retrieval.conflicts import ConflictReport, negated_scopes
 from retrieval.language import detect_language
 from retrieval.search import Passage, Searcher, SearchResult
@@ -139,7 +139,7 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
     if conflict_check is not None:
         compared = await _conflict_question(question, named, closest)
         overridden: set[str] = set()
-        for group in _by_organisation(named):
+        for group in by_organisation(named):
             report = conflict_check(compared, group)
             conflicts += report.as_json()
             overridden |= report.overridden
@@ -154,14 +154,6 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         else:
             found = named
     return found, gate, conflicts, missing
-
-
-def _by_organisation(passages: Sequence[Passage]) -> list[list[Passage]]:
-    """The passages of each organisation, best first (one group where the tenant has no organisations)."""
-    groups: dict[str | None, list[Passage]] = {}
-    for p in passages:
-        groups.setdefault(p.organisation, []).append(p)
-    return list(groups.values())
 
 
 async def _conflict_question(question: str, found: Sequence[Passage], closest: ClosestSentence | None) -> str:
