@@ -13,9 +13,10 @@ of a folder's documents use (a company's own name, over its handbook's folder) i
 
 *Organisations*: in a tenant that holds several companies' handbooks, one folder each and named after
 it, the folder's name is its organisation when the documents write it as a name and few other
-folders' documents use it (GitLab, Sourcegraph, Basecamp). A question that names none of them may be asked of any: graph/nodes/tools.py checks
-conflicts within each organisation's documents only, and the answer gives each organisation's rule
-under its name. A tenant with one organisation (or none told apart by folder) has no organisations.
+folders' documents use it (GitLab, Sourcegraph, Basecamp). A question that names none of them may be
+asked of any: graph/nodes/tools.py checks conflicts within each organisation's documents only, and
+the answer gives each organisation's rule under its name. A tenant with one organisation, or whose
+folders are named after what they hold (`finance/`, `hr/`), has no organisations.
 
 Built from the published chunks in one read, off the event loop, once per tenant; a turn after
 REFRESH_S checks in the background whether anything was published, retired or withdrawn since
@@ -137,11 +138,10 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
 
 
 def _organisations(folders: Mapping[str, set[str]], docs: Mapping[str, set[str]], total: int) -> dict[str, str]:
-    """folder → its organisation's name, when every folder is named after one: the folder's name is a
-    name of the tenant (written as one in prose), which at most ORGANISATION_SHARE_OUTSIDE of the
-    other folders' documents use ("gitlab/", "sourcegraph/"). {} unless there are two or more, and
-    for folders named after what they hold ("finance/", "hr/"): a month or a team most of a folder's
-    pages mention is nobody's organisation."""
+    """folder → its organisation's name (as `word_key` reads it), when every folder is named after
+    one: its name is a name of the tenant (written as one in prose), not a team's or a function's,
+    and at most ORGANISATION_SHARE_OUTSIDE of the other folders' documents use it ("gitlab/",
+    "sourcegraph/"). Otherwise, or with fewer than two organisations, {}."""
     out: dict[str, str] = {}
     for folder, members in folders.items():
         if not folder:

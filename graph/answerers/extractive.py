@@ -1,12 +1,14 @@
 """The offline answerer: quotes the policy sentences that answer the question, each cited.
 
-From the passages at or above the score floor (at most 3), every body sentence is scored against the
+From the passages at or above the score floor (at most 3 of each organisation), every sentence is scored against the
 question: cosine similarity (MiniLM for English, the multilingual encoder when the question or a
 passage is not English; an English sentence keeps the better of that and MiniLM's cosine with the
 English words of an Arabic question the glossary knows well, see retrieval/search.py's
 `glossary_query`) plus what graph/answerers/features.py reads off the sentence (the
 question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
-little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate. The best
+little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
+first sentence under an FAQ's question is read with it, and a short one is shown with it ("Does
+Sourcegraph match my 401k? Not at this time."). The best
 sentence is kept with the neighbours that give it its scope (its exception, the population or the
 place it applies to, the local amount, the exclusion after a general rule: "… USD 250." + "During
 trade-show weeks …"); other sentences close to the best one fill up to 3; an old value never does.
