@@ -117,13 +117,13 @@ def _markdown_events(body: str) -> Iterator[Event]:
         if (setext and len(block) == 1 and 0 < len(block[0]) <= 80 and not _LIST.match(block[0])
                 and "|" not in block[0] and not block[0].endswith((".", ",", ";", ":"))):
             # "Title" underlined with === or ---
-            yield outline.enter(Heading(1 if "=" in line else 2, block.pop()))
+            yield outline.page_heading(Heading(1 if "=" in line else 2, block.pop()))
         elif heading:
             yield Para("\n".join(block))
             block = []
             heading_text = _inline(re.sub(r"\s+#+$", "", heading.group(2) or ""))
             if heading_text:
-                yield outline.enter(Heading(len(heading.group(1)), heading_text))
+                yield outline.page_heading(Heading(len(heading.group(1)), heading_text))
         elif not line.strip():
             yield Para("\n".join(block))
             block = []
@@ -150,6 +150,16 @@ class _Outline:
     def __init__(self) -> None:
         self.path: list[Heading] = []
         self.around: list[list[Heading]] = []  # the path where each open <details> started
+        self.summaries: list[Heading | None] = []  # the heading each open <details>' summary became
+
+    def page_heading(self, heading: Heading) -> Heading:
+        """A heading of the page's own. Inside a <details>, it is below the summary, as a reader sees
+        it ("FAQ" > "Who is eligible?"), whatever its level: otherwise a heading right after the
+        summary would close the summary's section before it held anything, and the summary be lost."""
+        summary = self.summaries[-1] if self.summaries else None
+        if summary is not None and summary in self.path and heading.level <= summary.level:
+            heading = Heading(min(summary.level + 1, 6), heading.text)
+        return self.enter(heading)
 
     def enter(self, heading: Heading) -> Heading:
         while self.path and self.path[-1].level >= heading.level:
@@ -160,12 +170,17 @@ class _Outline:
     def details(self, opens: bool, summary: str, closes: bool) -> Iterator[Heading]:
         if opens:
             self.around.append(list(self.path))
+            self.summaries.append(None)
         if summary:
             around = self.around[-1] if self.around else self.path
             level = around[-1].level + 1 if around else 2
             # Never an H1: a page's single H1 names the document (retrieval/parse/assemble.py).
-            yield self.enter(Heading(min(max(level, 2), 6), summary))
+            heading = self.enter(Heading(min(max(level, 2), 6), summary))
+            if self.summaries:
+                self.summaries[-1] = heading
+            yield heading
         if closes and self.around:
+            self.summaries.pop()
             around = self.around.pop()
             below = len(self.path) > len(around) and self.path[:len(around)] == around
             # Back to the section the <details> is in by repeating its heading, unless a heading of the

@@ -606,3 +606,30 @@ def test_parse_file_reads_markdown(tmp_path: Path) -> None:
 def test_missing_file_is_a_parse_error(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match="could not be opened"):
         parse_file(tmp_path / "gone.md", max_bytes=1000)
+
+
+def test_markdown_headings_inside_details_are_below_its_summary() -> None:
+    text = """# Leave
+
+## Parental leave
+
+<details>
+<summary>Parental leave FAQ</summary>
+
+### Who is eligible?
+
+Everyone, from the first day.
+
+### How long is it?
+
+Sixteen weeks.
+
+</details>
+
+Ask People Ops for the form.
+"""
+    assert _sections(text) == [
+        (("Leave", "Parental leave", "Parental leave FAQ", "Who is eligible?"), "Everyone, from the first day."),
+        (("Leave", "Parental leave", "Parental leave FAQ", "How long is it?"), "Sixteen weeks."),
+        (("Leave", "Parental leave"), "Ask People Ops for the form."),
+    ]
