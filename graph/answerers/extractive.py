@@ -166,13 +166,12 @@ class ExtractiveAnswerer:
         names none, in a tenant that holds several companies' handbooks), each organisation whose
         best sentence is within ORGANISATION_MARGIN of the best one gets its own, best first: the
         asker's company may be any of them, and one company's rule is no answer for another's staff."""
-        organisations = list(dict.fromkeys(p.organisation for p in passages))
-        if len(organisations) < 2:
+        groups = _sentences_by_organisation(sentences, passages)
+        if len(groups) < 2:
             return _pick(sentences, scores, cosine, question=question, max_sentences=self.max_sentences)
         top = float(np.max(scores))
         close: list[tuple[float, list[int]]] = []
-        for organisation in organisations:
-            mine = [i for i, s in enumerate(sentences) if passages[s.passage].organisation == organisation]
+        for mine in groups:
             best = max(float(scores[i]) for i in mine)
             if np.isfinite(best) and best >= top - ORGANISATION_MARGIN:
                 close.append((best, mine))
@@ -272,12 +271,20 @@ class ExtractiveAnswerer:
                   else _shortlist(sentences, approx, q, rest, skip=ready))
         # _pick weighs the best sentence's neighbours (its exception, its scope): score them too, for
         # the best of each organisation's sentences (see `_picks`).
-        for organisation in dict.fromkeys(p.organisation for p in passages):
-            mine = [i for i, s in enumerate(sentences) if passages[s.passage].organisation == organisation]
+        for mine in _sentences_by_organisation(sentences, passages):
             best = sentences[max(mine, key=lambda i: total[i])]
             score([i for i, s in enumerate(sentences) if s.passage == best.passage
                    and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
+
+
+def _sentences_by_organisation(sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> list[list[int]]:
+    """The indices of each organisation's sentences, in the order its passages come (one group where
+    the tenant has no organisations)."""
+    groups: dict[str | None, list[int]] = {}
+    for i, s in enumerate(sentences):
+        groups.setdefault(passages[s.passage].organisation, []).append(i)
+    return list(groups.values())
 
 
 def _about_the_place_asked(question: str, passages: list[Passage]) -> list[Passage]:
@@ -309,10 +316,9 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     rerank = np.array([passages[s.passage].score for s in sentences], dtype=np.float32)
     kind = features.answer_kind(question)
     amount, span = features.asked_amount(question), features.asked_span(question)
-    tiered = {s.passage for s in sentences if features.span_fit(span, s.scored_text) > 0}
-    fit = np.array([features.kind_score(kind, s.text) + features.range_fit(amount, s.scored_text)
-                    + features.span_fit(span, s.scored_text, tiered=s.passage in tiered) for s in sentences],
-                   dtype=np.float32)
+    spans = features.span_fits(span, [s.scored_text for s in sentences], [s.passage for s in sentences])
+    fit = np.array([features.kind_score(kind, s.text) + features.range_fit(amount, s.scored_text) + span_fit
+                    for s, span_fit in zip(sentences, spans, strict=True)], dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
     pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)

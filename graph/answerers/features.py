@@ -489,7 +489,18 @@ def span_fit(span: Span | None, sentence: str, *, tiered: bool = False) -> float
     thresholds all exclude it loses RANGE_PENALTY when `tiered` (another sentence of its passage holds
     the span: "for over 1 year, 2 weeks per year" is the other tier), else nothing: a lone threshold
     on the other side still says what does not apply."""
-    holds = _span_holds(span, sentence)
+    return _span_fit(_span_holds(span, sentence), tiered)
+
+
+def span_fits(span: Span | None, sentences: Sequence[str], groups: Sequence[int]) -> list[float]:
+    """`span_fit` of each sentence, tiered where another sentence of its group (its passage) holds
+    the span; each sentence's thresholds read once."""
+    holds = [_span_holds(span, sentence) for sentence in sentences]
+    tiered = {group for group, held in zip(groups, holds, strict=True) if held}
+    return [_span_fit(held, group in tiered) for group, held in zip(groups, holds, strict=True)]
+
+
+def _span_fit(holds: bool | None, tiered: bool) -> float:
     if holds:
         return RANGE_BONUS
     return -RANGE_PENALTY if tiered and holds is False else 0.0
