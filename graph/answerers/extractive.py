@@ -317,7 +317,7 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     kind = features.answer_kind(question)
     amount, span = features.asked_amount(question), features.asked_span(question)
     spans = features.span_fits(span, [s.scored_text for s in sentences], [s.passage for s in sentences])
-    fit = np.array([features.kind_score(kind, s.text) + features.range_fit(amount, s.scored_text) + span_fit
+    fit = np.array([features.kind_score(kind, s.text, question=question) + features.range_fit(amount, s.scored_text) + span_fit
                     for s, span_fit in zip(sentences, spans, strict=True)], dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
     pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
@@ -520,14 +520,14 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         if features.is_history(found.text) or elsewhere(found):
             continue  # an old value is never quoted beside the current one, nor another place's
         if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named,
-                        kind, asked):
+                        kind, asked, question=question):
             picks.append(found)
-    if features.kind_score(kind, best.text) < 0 and len(picks) < max_sentences:
+    if features.kind_score(kind, best.text, question=question) < 0 and len(picks) < max_sentences:
         # The best sentence restates what was asked without the kind of answer asked for ("… send
         # simulated phishing emails to team members" for "how often"): the best one of that kind,
         # anywhere in the passages read, comes with it when it is nearly as close.
         answering = next((sentences[i] for i in order[1:] if scores[i] >= top - KIND_MARGIN
-                          and features.kind_score(kind, sentences[i].text) > 0), None)
+                          and features.kind_score(kind, sentences[i].text, question=question) > 0), None)
         if answering is not None and not said(answering) and not features.is_history(answering.text) \
                 and not elsewhere(answering):
             picks.append(answering)
@@ -540,7 +540,7 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
 
 
 def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str], kind: str | None,
-                 asked: AbstractSet[str] = frozenset()) -> bool:
+                 asked: AbstractSet[str] = frozenset(), *, question: str = "") -> bool:
     """Whether a sentence next to the best one belongs in the answer: the exception, population or
     local amount that limits it, the exclusion that follows a general rule, the continuation of a
     number, or the answer itself when the best one only restates what was asked ("… send simulated
@@ -548,7 +548,7 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     or introduces it ("… Group RRSP through Canada Life." then "Employer matching up to 3% …" for
     "do they match retirement savings?": the figure, and a word of the question the best lacks)."""
     after = other.index > best.index
-    if features.kind_score(kind, best.text) < 0 < features.kind_score(kind, other.text):
+    if features.kind_score(kind, best.text, question=question) < 0 < features.kind_score(kind, other.text, question=question):
         return True
     if _EXCEPTION_START.search(other.text) and (after or _FIGURE.search(best.text)):
         return True

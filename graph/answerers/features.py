@@ -371,7 +371,12 @@ def answer_kind(question: str) -> str | None:
     return None
 
 
-def kind_score(kind: str | None, sentence: str) -> float:
+def kind_score(kind: str | None, sentence: str, *, question: str = "") -> float:
+    """How well a sentence is of the kind asked. A figure the question itself gives is no answer
+    ("how many sick days in a rolling *12*-month period?" is not answered by "Eligibility is calculated
+    on a rolling 12-month period"), nor is a phone number an amount or a date."""
+    if kind in ("quantity", "frequency", "when"):
+        sentence = _PHONE.sub(" ", _without_figures_of(question, sentence) if question else sentence)
     if kind == "quantity":  # a date says when, not how much ("effective July 27, 2023")
         counted = _DATE_FIGURE.sub(" ", sentence)
         return TYPE_BONUS if _DIGIT.search(counted) or _NUMBER_WORD.search(counted) else -TYPE_PENALTY
@@ -387,6 +392,20 @@ def kind_score(kind: str | None, sentence: str) -> float:
     if kind == "rule":
         return TYPE_BONUS / 2 if _MODAL.search(sentence) else 0.0
     return 0.0
+
+
+_PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?\(?\d{1,4}\)?(?:[ .-]\d{2,4}){2,3}|"
+                    r"(?:1[-.])?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4})(?![\w-])")
+_BARE_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _without_figures_of(question: str, sentence: str) -> str:
+    """The sentence without the figures the question gives (as whole numbers: "12" in "12-month",
+    not in "120")."""
+    figures = set(_BARE_FIGURE.findall(question.translate(ARABIC_DIGITS)))
+    for figure in figures:
+        sentence = re.sub(rf"(?<![\d.,]){re.escape(figure)}(?![\d]|[.,]\d)", " ", sentence)
+    return sentence
 
 
 # Amounts of money: "$3,000", "USD 250", "1,000.01 EUR", "3k". A bare number ("up to 3 days",

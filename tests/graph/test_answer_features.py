@@ -112,6 +112,22 @@ def test_a_sentence_of_the_wrong_kind_loses_and_one_of_the_right_kind_gains() ->
     assert features.kind_score("when", "Submit a claim of up to $500 within 90 days of the service.") > 0
 
 
+def test_a_figure_the_question_gives_or_a_phone_number_is_no_answer() -> None:
+    asked = "How many paid sick days can I use in a rolling 12-month period?"
+    assert features.kind_score("quantity", "Eligibility is calculated on a rolling 12-month period.", question=asked) < 0
+    assert features.kind_score("quantity", "You can use 25 paid sick days in a rolling 12-month period.",
+                               question=asked) > 0
+    # a whole number only: the question's 12 is not the 120 of a sentence
+    assert features.kind_score("quantity", "You get 120 hours a year.", question=asked) > 0
+    assert features.kind_score("quantity", "Sourcegraph pays at least 16 weeks.", question="if I don't take the 16 wks "
+                               "in one go, what size blocks?") < 0
+    for phone in ("Canada Life: 1-800-724-3402", "Call +44 20 7946 0958 for claims.", "Benefits desk: (555) 123-4567"):
+        assert features.kind_score("quantity", phone) < 0, phone
+        assert features.kind_score("when", phone) < 0, phone
+    for amount in ("The company matches up to 3% of base salary.", "It costs 1 500 000 USD.", "Up to $1,500 per year."):
+        assert features.kind_score("quantity", amount) > 0, amount
+
+
 def test_a_frequency_is_a_count_of_times_not_any_time() -> None:
     assert features.kind_score("frequency", "Emails are delivered at random times.") < 0
     assert features.kind_score("frequency", "Change it two times a year.") > 0
