@@ -81,6 +81,7 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
+        "childcare": "child children dependent daycare", "daycare": "childcare child children dependent",
         "wedding": "marriage married", "marriage": "wedding married",
         "trip": "travel traveling travelling", "reimbursement": "reimburse reimbursed expense expenses expensed",
         "overseas": "international abroad foreign", "abroad": "international overseas foreign",
@@ -376,6 +377,8 @@ def _counted(question: str) -> dict[str, frozenset[str]]:
     if m is None:
         return {}
     words = m["what"].split()
+    while len(words) > 1 and features.tokens(words[-1]) <= _AMOUNT_WORDS:
+        words.pop()  # "how many pieces max": pieces
     if any(features.tokens(w) & _COUNT_UNITS for w in words):
         return {}  # "how many people died …", "how many days off …"
     head = words[-1]

@@ -89,12 +89,15 @@ EMPTY = Lexicon(names={}, words=frozenset())
 def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexicon:
     """(doc_id, title, chunk texts) of each published document → its tenant's names and words."""
     forms: Counter[str] = Counter()  # each spelling, as written in prose
+    openings: Counter[str] = Counter()  # capitalised words that open a sentence, line, item or cell
     used: dict[str, set[str]] = {}
     for doc_id, title, texts in documents:
         words: set[str] = set()
         for text in texts:
             words.update(WORD.findall(text))
-            forms.update(WORD.findall(" ".join(p for p in text.split() if not _NOT_PROSE.search(p))))
+            inside, opening = _prose_forms(text)
+            forms.update(inside)
+            openings.update(opening)
         words.update(WORD.findall(f"{title} {re.sub(r'[/_.:-]', ' ', doc_id)}"))
         used[doc_id] = {word_key(w) for w in words}
     capital: Counter[str] = Counter()
@@ -108,6 +111,9 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
             capital[key] += n
         elif form[:1].isalpha():
             lower[key] += n
+    for form, n in openings.items():  # a capital where every word has one counts for a name written so elsewhere
+        if capital[word_key(form)]:
+            capital[word_key(form)] += n
     names = {w for w, n in capital.items() if n >= NAME_MIN_COUNT and lower[w] <= LOWER_SHARE * n} | brands
     # A place or a region is read as a place; a word with no content (a stopword, a number)
     # names nothing.
@@ -135,6 +141,26 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
                    words=frozenset().union(*used.values()),
                    organisations={doc_id: spelling.get(key, (0, key))[1] for folder, key in organisations.items()
                                   for doc_id in folders[folder]})
+
+
+# Where every word is written with a capital: the start of a sentence, a line, a list item or a table cell.
+_OPENINGS = re.compile(r"(?<=[.!?:;])\s+|\n|\s\|\s")
+_MARKER = re.compile(r"^[\s\-*•#>|\d.)]*")
+
+
+def _prose_forms(text: str) -> tuple[list[str], list[str]]:
+    """The words of a text as written in prose, and apart from them the capitalised ones that open a
+    sentence, line, list item or cell: "Hitting sales target or quota" says nothing of how "hitting"
+    is written, though "Navan sends …" counts for a word written "Navan" inside sentences too. (A
+    brand spelling, GitLab or 37signals, is one wherever it stands.)"""
+    inside: list[str] = []
+    opening: list[str] = []
+    for part in _OPENINGS.split(text):
+        words = WORD.findall(" ".join(p for p in _MARKER.sub("", part).split() if not _NOT_PROSE.search(p)))
+        if words and words[0][:1].isupper() and not BRAND.fullmatch(words[0]):
+            opening.append(words.pop(0))
+        inside += words
+    return inside, opening
 
 
 def _organisations(folders: Mapping[str, set[str]], docs: Mapping[str, set[str]], total: int) -> dict[str, str]:

@@ -351,6 +351,10 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
     assert names["acme"] == {"acme/travel"}  # in prose, the title and the id; "@acme" and "#acme-…" are not prose
     assert "managers" not in names and "manager" not in names  # written in lower case too
     assert "european" not in names  # a region is where, not who
+    # A capital where every word has one (a sentence, a line, a list item) is no name's
+    openers = build_lexicon([("acme/pay", "Pay", ["- Hitting sales target or quota", "Hitting a snag? Ask Finance.",
+                                                  "| Hitting | 10% |"])]).names
+    assert "hitting" not in openers
     acme_passwords = passage("Passwords have at least 12 characters.", heading="Access > Passwords",
                              title="Access Standard", doc="acme/access")
     names = {**names, "acme": frozenset({"acme/travel", "acme/access"})}
