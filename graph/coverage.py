@@ -72,7 +72,7 @@ QUALIFIERS = frozenset(features.stem(w) for w in (
     "wholesale corporate b2b franchise reseller resellers distributor distributors sick sickness maternity paternity adoption sabbatical unpaid jury study compassionate pet pets "
     "dog dogs cat cats grandparent cousin cousins niece nephew in-law in-laws friend friends international "
     "domestic overseas executive executives board director directors summer winter autumn wedding weddings "
-    "marriage honeymoon birthday military reservist").split())
+    "marriage honeymoon birthday military reservist spouse spouses husband wife partner partners").split())
 # Everyday words staff use for what policies name otherwise.
 EQUIVALENTS: dict[str, frozenset[str]] = {
     features.stem(k): frozenset(features.stem(v) for v in vs.split()) for k, vs in {
@@ -81,6 +81,11 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
+        # Whose cover or benefit it is: a policy names them as family or dependants.
+        "spouse": "partner husband wife family dependent dependant household",
+        "partner": "spouse husband wife family dependent dependant household",
+        "husband": "spouse partner wife family dependent dependant household",
+        "wife": "spouse partner husband family dependent dependant household",
         "childcare": "child children dependent daycare", "daycare": "childcare child children dependent",
         "wedding": "marriage married", "marriage": "wedding married",
         "trip": "travel traveling travelling", "reimbursement": "reimburse reimbursed expense expenses expensed",
@@ -259,6 +264,9 @@ _COMPLEMENT = re.compile(r"\s+(?:at|for|to|of|in)\s+(?:(?:a|an|the|my|our|some) 
                          r"[?.!,]|$)", re.IGNORECASE)
 
 
+_SLASH = re.compile(r"(?<=[^\W\d])\s*/\s*(?=[^\W\d])")
+
+
 def _asked_item(question: str) -> dict[str, frozenset[str]]:
     """The thing a "will you pay for …?" question asks to have paid ("hearing aids", "a book"), by
     its head word ("professional *movers*"; "wifi or internet *access*", "a *desk* and *chair*": either),
@@ -270,6 +278,7 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
     only a pronoun ("the new one"), nor when pay is a noun ("how do pay bands work?")."""
     if _ASKER_PAYS.search(question):
         return {}
+    question = _SLASH.sub(" or ", question)  # "orthodontics / braces": either
     for pattern in _PAID_ITEM:
         m = pattern.search(question)
         if m is None:

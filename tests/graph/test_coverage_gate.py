@@ -118,3 +118,28 @@ def test_what_a_question_asks_the_policy_on_must_be_in_the_evidence() -> None:
     meals = passage("Client meals are reimbursed up to USD 60 a person with the attendees listed.",
                     "Expenses > Meals", doc="fin/expenses")
     assert find_gap("whats the policy on expensing client dinners?", [meals], min_score=0.3) is None
+
+
+def test_whose_benefit_it_is_must_be_in_the_evidence_as_a_policy_names_them() -> None:
+    classes = passage("To access the learning platform's membership and classes, sign in through the portal.",
+                      "Learning > How to access the platform", doc="people/learning")
+    gap = find_gap("can my partner use my learning platform membership too?", [classes], min_score=0.3)
+    assert gap is not None and gap.missing == ("partner",)
+    cover = passage("We cover 100% of your membership, and you can add family members with the company covering 66% "
+                    "of their costs.", "Benefits > Private medical insurance", doc="people/benefits-uk")
+    assert find_gap("If I add my husband and kids, how much of their cost is covered?", [cover], min_score=0.3) is None
+
+
+def test_items_written_with_a_slash_are_alternatives() -> None:
+    dental = passage("Dental insurance in the US is provided through the national insurer.", "Benefits > Health Insurance",
+                     doc="people/benefits")
+    gap = find_gap("Does the dental plan cover orthodontics / braces for my kid?", [dental], min_score=0.3)
+    assert gap is not None and gap.missing == ("orthodontics or braces",)
+    braces = passage("The dental plan covers braces for dependants under 19.", "Benefits > Dental", doc="people/benefits")
+    assert find_gap("Does the dental plan cover orthodontics / braces for my kid?", [braces], min_score=0.3) is None
+
+
+def test_childcare_is_what_policies_call_dependent_care() -> None:
+    care = passage("Dependent care budget: the company provides up to $50 per day while you travel to a meetup.",
+                   "Travel > Additional spending categories", doc="people/travel")
+    assert find_gap("Can I get reimbursed for childcare while I'm away on a work trip?", [care], min_score=0.3) is None
