@@ -86,6 +86,10 @@ _INSTRUCTION_TO_AI = re.compile(
     r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|rules|prompt)\b|\b(?:note|message) to (?:ai|the ai|"
     r"assistants?|chatbots?|llms?)\b|\bsystem prompt\b|تجاهل.{0,30}التعليمات", re.IGNORECASE)
 _ITEM = re.compile(r"^(?:[-•*]|\d{1,2}[.)])\s+")
+# A sentence that opens by pointing back ("These are used in …", "This means …") says what it is about
+# only with the sentence before it.
+_POINTS_BACK = re.compile(r"^(?:these|those|they|such|both)\b|^this (?:is|was|means|includes|applies|covers|allows|"
+                          r"helps|makes|lets)\b", re.IGNORECASE)
 # A neighbour that gives the rule its scope: where it applies, to whom, in which currency, or what
 # it excludes ("In the United Kingdom, customers have statutory rights for longer …", "Administrators
 # …, and everyone in Finance, must use a hardware security key", "In local currency the per diem is …").
@@ -546,10 +550,14 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     number, or the answer itself when the best one only restates what was asked ("… send simulated
     phishing emails to team members." then "… one campaign each fiscal quarter." for "how often"),
     or introduces it ("… Group RRSP through Canada Life." then "Employer matching up to 3% …" for
-    "do they match retirement savings?": the figure, and a word of the question the best lacks)."""
+    "do they match retirement savings?": the figure, and a word of the question the best lacks), or
+    what the best one points back to ("These are used in geochronologic studies" after the sentence
+    that says what "these" are)."""
     after = other.index > best.index
     if features.kind_score(kind, best.text, question=question) < 0 < features.kind_score(kind, other.text, question=question):
         return True
+    if not after and _POINTS_BACK.match(best.text):
+        return True  # what "These are used in …" points back to
     if _EXCEPTION_START.search(other.text) and (after or _FIGURE.search(best.text)):
         return True
     if after and _SCOPE_START.search(other.text):

@@ -351,3 +351,13 @@ def test_a_question_inside_a_paragraph_is_the_text_s_own_not_an_faq_s() -> None:
     sentences = _candidates(text)
     assert sentences[0].scored_text == "The answer to this instance is of little use for other instances."
     assert sentences[2].scored_text == "How often do we run it? Every week, on Mondays."
+
+
+async def test_a_sentence_that_points_back_is_quoted_with_the_one_it_points_to(embedder: Embedder) -> None:
+    text = ("# Records\n\nFinance keeps signed contracts and payroll records in the archive for seven years. "
+            "These are used in audits and tax reviews. Desk bookings are kept for a month.\n")
+    request = AnswerRequest(question="Which records are used in audits and tax reviews?", language="en",
+                            passages=[_passage("finance/records", "Records", text, score=0.7)], min_score=0.3,
+                            messages=[])
+    shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
+    assert "These are used in audits" in shown and "signed contracts and payroll records" in shown
