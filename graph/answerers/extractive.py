@@ -326,7 +326,11 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
     pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)
-    off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage]) and not _for_any_place(s.text)
+    # what a passage is about: its title, section and text ("AUSTPAC" named once, at its start)
+    about = [features.with_places(features.tokens(f"{p.title}\n{p.text}"), f"{p.title}\n{p.text}") if named else set()
+             for p in passages]
+    off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage] | about[s.passage])
+                          and not _for_any_place(s.text)
                           for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
     return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank + fit - features.HISTORY_PENALTY * history
             - features.POINTER_PENALTY * pointer - NAME_PENALTY * off_topic)

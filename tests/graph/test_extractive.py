@@ -10,10 +10,12 @@ import pytest
 from bot.services import Services
 from graph.answerers import AnswerRequest
 from graph.answerers.extractive import (
+    NAME_PENALTY,
     SHORTLIST,
     ExtractiveAnswerer,
     _about_the_place_asked,
     _candidates,
+    _features,
     prepare_answer_vectors,
 )
 from retrieval.embed import Embedder
@@ -361,3 +363,17 @@ async def test_a_sentence_that_points_back_is_quoted_with_the_one_it_points_to(e
                             messages=[])
     shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
     assert "These are used in audits" in shown and "signed contracts and payroll records" in shown
+
+
+
+def test_a_name_the_passage_holds_need_not_be_repeated_in_the_sentence_quoted() -> None:
+    question = "Is there a deadline for submitting reimbursements to Maven?"
+    maven = _passage("people/family-support", "Family support", "# Family support\n\nMaven is HIPAA compliant. "
+                     "You must submit the request within 90 days of the date of service.\n", score=0.7)
+    other = _passage("people/wellness", "Wellness", "# Wellness\n\nThe gym is open daily. "
+                     "You must submit the request within 90 days of the date of service.\n", score=0.7)
+    sentences = [*_candidates(maven.text, 0), *_candidates(other.text, 1)]
+    deadline = [i for i, x in enumerate(sentences) if "90 days" in x.text]
+    scores = _features(question, sentences, [maven, other])
+    # the same sentence: on Maven's page it is about Maven; on another page it is not
+    assert scores[deadline[0]] - scores[deadline[1]] == pytest.approx(NAME_PENALTY)
