@@ -175,28 +175,29 @@ class Catalog:
         return {r["chunk_id"]: r for r in rows}
 
     async def chunks_without_answer_vectors(self, *, limit: int, chunk_ids: Sequence[str] | None = None,
-                                            multilingual: bool = False) -> list[tuple[str, str]]:
+                                            scheme: int, multilingual: bool = False) -> list[tuple[str, str]]:
         """(chunk_id, text) of English chunks of published or scheduled versions (or of `chunk_ids`)
-        whose answer sentences have no standalone vectors yet (with `multilingual`: or none in the
-        multilingual space), newest first."""
+        whose answer sentences have no standalone vectors yet for this `scheme` (with `multilingual`:
+        or none in the multilingual space), newest first."""
         only = f" AND c.chunk_id IN ({','.join('?' * len(chunk_ids))})" if chunk_ids is not None else ""
         ml = " AND a.ml_vecs IS NOT NULL" if multilingual else ""
         async with self._conn.execute(
             "SELECT c.chunk_id, c.text FROM chunks c JOIN versions v ON v.tenant_id=c.tenant_id AND"
             " v.doc_id=c.doc_id AND v.version=c.version WHERE c.lang='en' AND v.state IN ('published','scheduled')"
-            f" AND NOT EXISTS (SELECT 1 FROM answer_vectors a WHERE a.chunk_id=c.chunk_id{ml}){only}"
-            " ORDER BY c.rowid DESC LIMIT ?", (*(chunk_ids or ()), limit),
+            f" AND NOT EXISTS (SELECT 1 FROM answer_vectors a WHERE a.chunk_id=c.chunk_id AND a.scheme=?{ml}){only}"
+            " ORDER BY c.rowid DESC LIMIT ?", (scheme, *(chunk_ids or ()), limit),
         ) as cur:
             return [(r["chunk_id"], r["text"]) for r in await cur.fetchall()]
 
     async def store_answer_vectors(self, *, rows: Sequence[dict[str, object]]) -> None:
         """Per chunk: chunk_id, texts (JSON list), dim, vecs (float16 bytes), and optionally ml_dim,
-        ml_vecs (the same sentences in the multilingual space). A chunk removed meanwhile is skipped."""
-        rows = [{"ml_dim": None, "ml_vecs": None, **row} for row in rows]
+        ml_vecs (the same sentences in the multilingual space) and scheme (the reading of the
+        sentences they were prepared for). A chunk removed meanwhile is skipped."""
+        rows = [{"ml_dim": None, "ml_vecs": None, "scheme": 0, **row} for row in rows]
         async with transaction(self._conn) as conn:
             await conn.executemany(
-                "INSERT OR REPLACE INTO answer_vectors (chunk_id, texts, dim, vecs, ml_dim, ml_vecs) SELECT"
-                " :chunk_id, :texts, :dim, :vecs, :ml_dim, :ml_vecs"
+                "INSERT OR REPLACE INTO answer_vectors (chunk_id, texts, dim, vecs, ml_dim, ml_vecs, scheme) SELECT"
+                " :chunk_id, :texts, :dim, :vecs, :ml_dim, :ml_vecs, :scheme"
                 " WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id=:chunk_id)", rows)
 
     async def load_answer_vectors(self, *, chunk_ids: Sequence[str]) -> dict[str, aiosqlite.Row]:

@@ -237,6 +237,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX IF NOT EXISTS escalations_session ON escalations (session_id, status, created_at);
     """,
+    # Which reading of a chunk's sentences its answer vectors were prepared for (the answerer's
+    # CANDIDATE_SCHEME): vectors of an older reading are prepared again.
+    """
+    ALTER TABLE answer_vectors ADD COLUMN scheme INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 

@@ -76,6 +76,11 @@ MAX_ORGANISATIONS = 3
 FAQ_SHORT_ANSWER = 60  # an FAQ answer this short is shown after its question ("Not at this time.")
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
 RECENT_SCORINGS = 32
+# How `_candidates` reads a chunk into sentences; raised whenever that changes, so that the sentence
+# vectors prepared for the old reading are prepared again (store.catalog: answer_vectors.scheme).
+# 1: a section path line ("4.1 NON-TRAVEL RELATED EXPENSES > Books") is not quoted; its last section is the
+#    lead-in of the lines under it.
+CANDIDATE_SCHEME = 1
 
 _EXCEPTION_START = re.compile(
     r"^(?:[-•*]\s*)?(?:except|unless|however|but|exceptions?|during|with (?:written|prior)|if|when|only|"
@@ -374,7 +379,7 @@ async def prepare_answer_vectors(catalog: Any, embedder: Any, *, limit: int = 64
     prepared chunks encode nothing but the question."""
     multilingual = bool(getattr(embedder, "multilingual", False))
     pending = await catalog.chunks_without_answer_vectors(limit=limit, chunk_ids=chunk_ids,
-                                                          multilingual=multilingual)
+                                                          multilingual=multilingual, scheme=CANDIDATE_SCHEME)
     if not pending:
         return 0
     texts = [list(dict.fromkeys(s.scored_text for s in _candidates(text))) for _, text in pending]
@@ -390,7 +395,7 @@ async def prepare_answer_vectors(catalog: Any, embedder: Any, *, limit: int = 64
     for (chunk_id, _), group in zip(pending, texts, strict=True):
         block = np.asarray(vecs[at:at + len(group)], dtype=np.float16)
         row: dict[str, object] = {"chunk_id": chunk_id, "texts": json.dumps(group, ensure_ascii=False),
-                                  "dim": DENSE_SIZES[DENSE], "vecs": block.tobytes()}
+                                  "dim": DENSE_SIZES[DENSE], "vecs": block.tobytes(), "scheme": CANDIDATE_SCHEME}
         if ml is not None:
             row |= {"ml_dim": DENSE_SIZES[DENSE_ML],
                     "ml_vecs": np.asarray(ml[at:at + len(group)], dtype=np.float16).tobytes()}
@@ -432,7 +437,8 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
         if not is_item:
             lead_in = ""
         if _is_heading_line(stripped) and cells is None:
-            lead_in, first = stripped, False
+            # of a section path, the section itself ("Eligibility" under "… Savings Plan (RRSP) > Eligibility")
+            lead_in, first = stripped.rsplit(" > ", 1)[-1], False
             continue
         pieces = split_sentences(stripped)
         for at, sentence in enumerate(pieces):
@@ -493,8 +499,13 @@ def _names_columns(cells: Sequence[str]) -> bool:
 
 
 def _is_heading_line(line: str) -> bool:
-    return (not _ITEM.match(line) and not re.search(r"[.!?؟:;،,\d]$", line) and len(line.split()) <= 6
-            and not re.search(r"\d", line))
+    if _ITEM.match(line) or re.search(r"[.!?؟:;،,]$", line):
+        return False
+    # A section's path, as the chunker writes a sub-heading ("4.1 NON-TRAVEL RELATED EXPENSES > Books"): the
+    # lead-in of the lines under it, whatever its length or numbering.
+    if " > " in line:
+        return True
+    return not re.search(r"\d", line) and len(line.split()) <= 6
 
 
 def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray, *, question: str,

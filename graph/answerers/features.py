@@ -563,14 +563,20 @@ def is_history(sentence: str, *, today: date | None = None) -> bool:
 
 def term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
     """Inverse sentence frequency of each question term among the candidates (terms no candidate
-    has are left out: they cannot tell candidates apart)."""
+    has are left out: they cannot tell candidates apart). Words for the staff a policy is for ("team
+    members", "employees") count for a quarter: in a question they are the asker, rarely what is asked."""
     n = len(texts)
     out: dict[str, float] = {}
     for term in question_terms:
         df = sum(term in t for t in texts)
         if df:
-            out[term] = math.log((n + 1) / (df + 0.5))
+            out[term] = math.log((n + 1) / (df + 0.5)) * (POPULATION_WEIGHT if term in _POPULATION else 1.0)
     return out
+
+
+POPULATION_WEIGHT = 0.25
+_POPULATION = frozenset(stem(w) for w in "team teams member members teammate teammates employee employees staff "
+                        "people worker workers everyone colleague colleagues company".split())
 
 
 def coverage(weights: dict[str, float], sentence_terms: set[str], heading_terms: set[str]) -> float:

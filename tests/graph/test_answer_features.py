@@ -538,3 +538,14 @@ def test_a_capitalised_word_no_document_of_the_tenant_uses_is_one_no_passage_hol
 def test_the_tenant_s_words_are_every_word_its_documents_use() -> None:
     lexicon = build_lexicon([("acme/travel", "Acme Travel", ["Book hotels through Navan."])])
     assert {"book", "hotels", "navan", "acme", "travel"} <= lexicon.words
+
+
+def test_words_for_the_staff_a_policy_is_for_weigh_less_than_what_is_asked() -> None:
+    question = features.question_terms("Does the company match retirement savings for team members?")
+    sentences = [features.tokens("All full-time team members are eligible."),
+                 features.tokens("Employer matching up to 3% of base salary."),
+                 features.tokens("Enrol through the provider's website.")]
+    weights = features.term_weights(question, sentences)
+    assert weights["member"] < weights["match"] / 2
+    eligible, matching = (features.coverage(weights, t, set()) for t in sentences[:2])
+    assert matching > eligible

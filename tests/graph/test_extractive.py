@@ -10,6 +10,7 @@ import pytest
 from bot.services import Services
 from graph.answerers import AnswerRequest
 from graph.answerers.extractive import (
+    CANDIDATE_SCHEME,
     NAME_PENALTY,
     SHORTLIST,
     ExtractiveAnswerer,
@@ -87,12 +88,15 @@ async def test_without_stored_vectors_every_sentence_is_scored(embedder: Embedde
 
 async def test_prepared_answer_vectors_leave_only_the_question_to_encode(handbook: Services) -> None:
     catalog, embedder = handbook.catalog, handbook.embedder
-    pending = await catalog.chunks_without_answer_vectors(limit=10_000)
+    pending = await catalog.chunks_without_answer_vectors(limit=10_000, scheme=CANDIDATE_SCHEME)
     assert pending
     prepared = 0
     while (batch := await prepare_answer_vectors(catalog, embedder, limit=40)):
         prepared += batch
-    assert prepared == len(pending) and await catalog.chunks_without_answer_vectors(limit=10) == []
+    assert prepared == len(pending)
+    assert await catalog.chunks_without_answer_vectors(limit=10, scheme=CANDIDATE_SCHEME) == []
+    # vectors prepared for an older reading of the sentences are prepared again
+    assert len(await catalog.chunks_without_answer_vectors(limit=10_000, scheme=CANDIDATE_SCHEME + 1)) == prepared
 
     question = "What is the nightly hotel limit in London?"
     result = await handbook.searcher.search(question, handbook.access.resolve_cli(None))
@@ -377,3 +381,13 @@ def test_a_name_the_passage_holds_need_not_be_repeated_in_the_sentence_quoted() 
     scores = _features(question, sentences, [maven, other])
     # the same sentence: on Maven's page it is about Maven; on another page it is not
     assert scores[deadline[0]] - scores[deadline[1]] == pytest.approx(NAME_PENALTY)
+
+
+def test_a_section_path_inside_a_chunk_is_the_lead_in_of_the_lines_under_it() -> None:
+    text = ("Expense Policy > 4. Procedures\nTravel (Other) > Personal Bookings\n- Personal trips are never added "
+            "to the company invoice.\n\n4.1 NON-TRAVEL EXPENSES > Books (Audio/E-Books included)\n"
+            "- Books are reimbursable if used for your job.\n- Limit is set to $60/year.\n")
+    candidates = _candidates(text)
+    assert not any(" > " in c.text for c in candidates)  # never quoted on its own
+    limit = next(c for c in candidates if "$60/year" in c.text)
+    assert limit.scored_text.startswith("Books (Audio/E-Books included)")  # read with the section it is under
