@@ -3,8 +3,7 @@
 From the passages at or above the score floor (at most 3 of each organisation), every sentence is scored against the
 question: cosine similarity (MiniLM for English, the multilingual encoder when the question or a
 passage is not English; an English sentence keeps the better of that and MiniLM's cosine with the
-English words of an Arabic question the glossary knows well, see retrieval/search.py's
-`glossary_query`) plus what graph/answerers/features.py reads off the sentence (the
+English words of an Arabic question the glossary knows well enough, `_in_english`) plus what graph/answerers/features.py reads off the sentence (the
 question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
 little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
 first sentence under an FAQ's question is read with it, and a short one is shown with it ("Does
@@ -53,9 +52,10 @@ from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, featu
 from graph.tenant_names import by_organisation
 from graph.validate import validate_answer
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
+from retrieval.glossary import english_terms, known_share
 from retrieval.language import detect_language
 from retrieval.rerank import unpack_vectors
-from retrieval.search import Passage, glossary_query
+from retrieval.search import Passage
 from retrieval.sentences import body_of, split_sentences
 
 MAX_PASSAGES = 3
@@ -76,6 +76,10 @@ MAX_ORGANISATIONS = 3
 FAQ_SHORT_ANSWER = 60  # an FAQ answer this short is shown after its question ("Not at this time.")
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
 RECENT_SCORINGS = 32
+# How much of an Arabic question the glossary must know for its English words to be compared with
+# English sentences too (handbooks tune half: 0.75, the search's share, → 0.5 one more right answer,
+# XQuAD the same at 0.5 and 0.3)
+ANSWER_GLOSSARY_SHARE = 0.5
 # How `_candidates` reads a chunk into sentences; raised whenever that changes, so that the sentence
 # vectors prepared for the old reading are prepared again (store.catalog: answer_vectors.scheme).
 # 1: a section path line ("4.1 NON-TRAVEL RELATED EXPENSES > Books") is not quoted; its last section is the
@@ -220,7 +224,7 @@ class ExtractiveAnswerer:
             exact = {**await self._prepared(passages, multilingual=True),
                      **await self._stored(passages, DENSE_SIZES[DENSE_ML])}
             approx: dict[str, np.ndarray] = {}
-            in_english = glossary_query(question)
+            in_english = _in_english(question)
             if in_english:  # …and MiniLM's of the English ones, for its English words
                 english = (in_english, await self._prepared(passages))
         else:
@@ -285,6 +289,16 @@ class ExtractiveAnswerer:
             score([i for i, s in enumerate(sentences) if s.passage == best.passage
                    and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
+
+
+def _in_english(question: str) -> str | None:
+    """The English words of a question the glossary knows, when it knows at least ANSWER_GLOSSARY_SHARE
+    of it, as one text MiniLM can read; or None. (The search asks more of the glossary,
+    retrieval/search.py's GLOSSARY_DENSE_SHARE: there the English words alone find passages, here
+    they only compare sentences the search found, keeping the better of two cosines.)"""
+    if known_share(question) < ANSWER_GLOSSARY_SHARE:
+        return None
+    return " ".join(english_terms(question)) or None
 
 
 def _sentences_by_organisation(sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> list[list[int]]:

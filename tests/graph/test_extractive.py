@@ -391,3 +391,13 @@ def test_a_section_path_inside_a_chunk_is_the_lead_in_of_the_lines_under_it() ->
     assert not any(" > " in c.text for c in candidates)  # never quoted on its own
     limit = next(c for c in candidates if "$60/year" in c.text)
     assert limit.scored_text.startswith("Books (Audio/E-Books included)")  # read with the section it is under
+
+
+def test_an_arabic_question_half_known_to_the_glossary_is_also_compared_in_english() -> None:
+    from graph.answerers.extractive import _in_english
+
+    question = "ما نسبة قسط التأمين الطبي التي تدفعها الشركة في الولايات المتحدة؟"  # the premium share paid in the US
+    assert glossary_query(question) is None  # too little of it for the search's English leg
+    english = _in_english(question)
+    assert english is not None and "premium" in english and "insurance" in english
+    assert _in_english("ما اسم النهر الذي يمر بالمدينة القديمة؟") is None  # a question the glossary does not know
