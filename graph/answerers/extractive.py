@@ -73,6 +73,7 @@ MIN_SENTENCE_CHARS = 12
 ORGANISATION_MARGIN = 0.15
 ORGANISATION_SENTENCES = 2  # sentences quoted for each organisation
 MAX_ORGANISATIONS = 3
+SHORT_ITEM = 50  # a list item this short is shown after the section it is under
 FAQ_SHORT_ANSWER = 60  # an FAQ answer this short is shown after its question ("Not at this time.")
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
 RECENT_SCORINGS = 32
@@ -480,6 +481,8 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
             scored = f"{lead_in} {shown}" if is_item and lead_in else shown
             if is_item and lead_in.endswith(":"):
                 shown = scored  # the lead-in is part of the sentence the item completes
+            elif is_item and lead_in and cells is None and len(shown) <= SHORT_ITEM:
+                shown = f"{lead_in.rstrip()}: {shown}"  # "Eligibility: All full-time team members (30+ hours per week)"
             if first:  # the answer's first sentence, which says yes, no or how much
                 scored = f"{asked} {scored}"
                 if len(shown) <= FAQ_SHORT_ANSWER:

@@ -386,11 +386,14 @@ def test_a_name_the_passage_holds_need_not_be_repeated_in_the_sentence_quoted() 
 def test_a_section_path_inside_a_chunk_is_the_lead_in_of_the_lines_under_it() -> None:
     text = ("Expense Policy > 4. Procedures\nTravel (Other) > Personal Bookings\n- Personal trips are never added "
             "to the company invoice.\n\n4.1 NON-TRAVEL EXPENSES > Books (Audio/E-Books included)\n"
-            "- Books are reimbursable if used for your job.\n- Limit is set to $60/year.\n")
+            "- Books are reimbursable if they are used to do your job better.\n- Limit is set to $60/year.\n")
     candidates = _candidates(text)
     assert not any(" > " in c.text for c in candidates)  # never quoted on its own
     limit = next(c for c in candidates if "$60/year" in c.text)
     assert limit.scored_text.startswith("Books (Audio/E-Books included)")  # read with the section it is under
+    # …and a short item is shown after it
+    assert limit.text == "Books (Audio/E-Books included): Limit is set to $60/year."
+    assert any(c.text == "Books are reimbursable if they are used to do your job better." for c in candidates)
 
 
 def test_an_arabic_question_half_known_to_the_glossary_is_also_compared_in_english() -> None:
