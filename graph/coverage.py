@@ -623,6 +623,4 @@ def _is_place_or_name(word: str) -> bool:
 
 
 # Words any policy question may use, which say nothing of what it is about (see `sharing_passages`).
-_GENERIC_WORDS = _GENERIC_HEADING | _COUNT_UNITS | _AMOUNT_WORDS | _NOT_AN_ITEM | _GENERIC_THING | frozenset(
-    features.stem(w) for w in "another other others anything something everything nothing else still too only even "
-    "ever really actually able".split())
+_GENERIC_WORDS = _GENERIC_HEADING | _COUNT_UNITS | _AMOUNT_WORDS | _NOT_AN_ITEM | _GENERIC_THING

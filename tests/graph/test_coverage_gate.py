@@ -160,9 +160,6 @@ def test_a_passage_that_holds_none_of_the_question_s_own_terms_is_no_evidence_fo
     # the words every policy question uses, an organisation's name and numbers are not the question's own
     kept, terms = sharing_passages("How many days a year at Acme?", [options], organisations={"Acme"})
     assert kept == [options] and terms == ()
-    reseller = passage("Deals registered before the end of the period keep this price for another 90 days.",
-                       "Sales > Reseller programme", doc="sales/resellers")
-    assert sharing_passages("how many days can I work from another country?", [reseller])[0] == []
     # an everyday word holds what the policy calls it
     pto = passage("Unused annual leave may be carried over.", "Leave > Carry-over", doc="hr/leave")
     assert sharing_passages("can I roll over my vacation?", [pto])[0] == [pto]
