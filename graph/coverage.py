@@ -34,10 +34,7 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
 capitalised. A place counts only where a passage tells places apart, except a site ("the London
 office"), which a passage must name (or cover with "all offices", "any other city") in any case. Once the gate has passed, a question that names one of the tenant's names is answered
-only from the passages whose documents use it (`named_passages`), and every question only from
-the passages that hold at least one of its own terms, beyond the words any policy question uses
-(`sharing_passages`); when none at or above the floor does, the turn escalates as
-`below_score_floor` with those terms.
+only from the passages whose documents use it (`named_passages`).
 
 One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
 best) must contain every distinguishing term (or an alias or a
@@ -183,30 +180,6 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         if best_missing is None or len(missing) < len(best_missing):
             best_missing = missing
     return Gap(missing=best_missing or ())
-
-
-def sharing_passages(question: str, passages: Sequence[Passage], *, organisations: AbstractSet[str] = frozenset()
-                     ) -> tuple[list[Passage], tuple[str, ...]]:
-    """The passages that hold at least one of the question's own terms (not an organisation's name,
-    a number, a unit or a word any policy question uses: `_GENERIC_WORDS`), or an everyday
-    equivalent, and those terms. A passage that holds none of them was found for its wording alone ("how long is
-    the *probation* period for *hires* through a *PEO* in *Germany*?" over a page on exercising
-    options): it answers another question. Without such terms, or for a question or passages not in
-    English, the passages as they are."""
-    terms = _specific_terms(question, organisations)
-    if not terms or any(p.lang != "en" for p in passages):
-        return list(passages), ()
-    wanted = {t: _with_equivalents({t}) for t in terms}
-    kept = [p for p in passages
-            if any(_covered(w, features.tokens(_passage_text(p))) for w in wanted.values())]
-    return kept, tuple(sorted(terms))
-
-
-def _specific_terms(question: str, organisations: AbstractSet[str]) -> frozenset[str]:
-    if detect_language(question) != "en":
-        return frozenset()
-    own = set().union(*(features.tokens(o) for o in organisations)) if organisations else set()
-    return frozenset(t for t in features.question_terms(question) if not t.isdigit()) - _GENERIC_WORDS - own
 
 
 # A passage that introduces a list of places tells places apart, though the list is in another passage
@@ -620,7 +593,3 @@ def _is_place(terms: AbstractSet[str]) -> bool:
 
 def _is_place_or_name(word: str) -> bool:
     return word[:1].isupper()
-
-
-# Words any policy question may use, which say nothing of what it is about (see `sharing_passages`).
-_GENERIC_WORDS = _GENERIC_HEADING | _COUNT_UNITS | _AMOUNT_WORDS | _NOT_AN_ITEM | _GENERIC_THING

@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph.answerers.features import tokens
-from graph.coverage import find_gap, named_passages, sharing_passages
+from graph.coverage import find_gap, named_passages
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
 from graph.tenant_names import EMPTY, Lexicon, TenantNames, by_organisation
@@ -152,12 +152,7 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         if gap is not None:
             gate, missing = "below_score_floor", list(gap.missing)
         else:
-            # …and only from the passages that hold one of its own terms
-            kept, terms = sharing_passages(question, named, organisations=set(known.organisations.values()))
-            if any(p.score >= result.min_score for p in kept):
-                found = kept
-            else:
-                gate, missing, found = "below_score_floor", list(terms), named
+            found = named
     return found, gate, conflicts, missing
 
 

@@ -143,23 +143,3 @@ def test_childcare_is_what_policies_call_dependent_care() -> None:
     care = passage("Dependent care budget: the company provides up to $50 per day while you travel to a meetup.",
                    "Travel > Additional spending categories", doc="people/travel")
     assert find_gap("Can I get reimbursed for childcare while I'm away on a work trip?", [care], min_score=0.3) is None
-
-
-def test_a_passage_that_holds_none_of_the_question_s_own_terms_is_no_evidence_for_it() -> None:
-    from graph.coverage import sharing_passages
-
-    options = passage("Departing teammates have ten years from the grant date to exercise vested options.",
-                      "Leaving > FAQ for departing teammates", doc="people/leaving")
-    deel = passage("Set the probation period to the statutory minimum for Germany when you create the contract.",
-                   "PEO > Creating a contract", doc="people/peo")
-    question = "How long is the probation period for new hires employed through a PEO in Germany?"
-    kept, terms = sharing_passages(question, [options, deel])
-    assert kept == [deel] and "probation" in terms
-    kept, _ = sharing_passages(question, [options])
-    assert kept == []
-    # the words every policy question uses, an organisation's name and numbers are not the question's own
-    kept, terms = sharing_passages("How many days a year at Acme?", [options], organisations={"Acme"})
-    assert kept == [options] and terms == ()
-    # an everyday word holds what the policy calls it
-    pto = passage("Unused annual leave may be carried over.", "Leave > Carry-over", doc="hr/leave")
-    assert sharing_passages("can I roll over my vacation?", [pto])[0] == [pto]
