@@ -1,9 +1,10 @@
 """The offline answerer: quotes the policy sentences that answer the question, each cited.
 
-From the passages at or above the score floor (at most 3 of each organisation), every sentence is scored against the
-question: cosine similarity (MiniLM for English, the multilingual encoder when the question or a
-passage is not English; an English sentence keeps the better of that and MiniLM's cosine with the
-English words of an Arabic question the glossary knows well enough, `_in_english`) plus what graph/answerers/features.py reads off the sentence (the
+From the passages at or above the score floor (at most 3 of each organisation), every sentence is
+scored against the question: cosine similarity (MiniLM for English, the multilingual encoder when
+the question or a passage is not English; an English sentence keeps the better of that and MiniLM's
+cosine with the English words of an Arabic question the glossary knows well enough, `_in_english`)
+plus what graph/answerers/features.py reads off the sentence (the
 question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
 little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
 first sentence under an FAQ's question is read with it, and a short one is shown with it ("Does
@@ -341,8 +342,8 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     kind = features.answer_kind(question)
     amount, span = features.asked_amount(question), features.asked_span(question)
     spans = features.span_fits(span, [s.scored_text for s in sentences], [s.passage for s in sentences])
-    fit = np.array([features.kind_score(kind, s.text, question=question) + features.range_fit(amount, s.scored_text) + span_fit
-                    for s, span_fit in zip(sentences, spans, strict=True)], dtype=np.float32)
+    fit = np.array([features.kind_score(kind, s.text, question=question) + features.range_fit(amount, s.scored_text)
+                    + span_fit for s, span_fit in zip(sentences, spans, strict=True)], dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
     pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)
@@ -586,7 +587,8 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     what the best one points back to ("These are used in geochronologic studies" after the sentence
     that says what "these" are)."""
     after = other.index > best.index
-    if features.kind_score(kind, best.text, question=question) < 0 < features.kind_score(kind, other.text, question=question):
+    if features.kind_score(kind, best.text, question=question) < 0 \
+            < features.kind_score(kind, other.text, question=question):
         return True
     if not after and _POINTS_BACK.match(best.text):
         return True  # what "These are used in …" points back to

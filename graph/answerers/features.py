@@ -561,6 +561,12 @@ def is_history(sentence: str, *, today: date | None = None) -> bool:
     return False
 
 
+# Words for the staff a policy is for, and how much they weigh in `term_weights`.
+POPULATION_WEIGHT = 0.25
+_POPULATION = frozenset(stem(w) for w in "team teams member members teammate teammates employee employees staff "
+                        "people worker workers everyone colleague colleagues company".split())
+
+
 def term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
     """Inverse sentence frequency of each question term among the candidates (terms no candidate
     has are left out: they cannot tell candidates apart). Words for the staff a policy is for ("team
@@ -573,10 +579,6 @@ def term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[st
             out[term] = math.log((n + 1) / (df + 0.5)) * (POPULATION_WEIGHT if term in _POPULATION else 1.0)
     return out
 
-
-POPULATION_WEIGHT = 0.25
-_POPULATION = frozenset(stem(w) for w in "team teams member members teammate teammates employee employees staff "
-                        "people worker workers everyone colleague colleagues company".split())
 
 
 def coverage(weights: dict[str, float], sentence_terms: set[str], heading_terms: set[str]) -> float:
