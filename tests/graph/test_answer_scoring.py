@@ -85,6 +85,12 @@ def test_the_sets_read_our_labels() -> None:
     assert answerable and all(c.answers for c in answerable)
     assert {c.kind for c in handbooks} == {"answerable", "near_miss", "ooc"}
     assert {c.lang for c in handbooks} == {"en", "ar"}
+    from bench.answers import staff_cases
+
+    staff = staff_cases()
+    assert len(staff) == 120 and {c.set for c in staff} == {"staff"}
+    assert sum(c.kind == "answerable" for c in staff) == 72 and all(c.answers for c in staff if c.kind == "answerable")
+    assert sum(c.kind == "near_miss" for c in staff) == 28 and sum(c.kind == "ooc" for c in staff) == 20
 
 
 def test_the_limit_applies_per_kind_and_split(monkeypatch: pytest.MonkeyPatch) -> None:
