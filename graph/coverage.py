@@ -77,6 +77,7 @@ QUALIFIERS = frozenset(features.stem(w) for w in (
 EQUIVALENTS: dict[str, frozenset[str]] = {
     features.stem(k): frozenset(features.stem(v) for v in vs.split()) for k, vs in {
         "holiday": "leave vacation annual pto", "vacation": "leave holiday annual pto", "pto": "leave holiday",
+        "leave": "pto vacation holiday absence",
         "doctor": "medical physician", "note": "certificate",
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
@@ -378,6 +379,13 @@ _COUNT_UNITS = frozenset(features.stem(w) for w in (
     "litres gallon gallons dollar dollars euro euros pound pounds percent degree degrees").split())
 
 
+# What a unit counts: "… weeks *of notice*", "… days *of paid marriage leave*".
+_UNIT_OF = re.compile(r"\s+of\s+(?:(?:a|an|the|my|our|paid|unpaid) )*(?P<what>(?:[\w'-]+\s+){0,2}?[\w'-]+?)"
+                      r"(?=\s+(?:do|does|did|are|is|were|was|can|could|will|would|should|must|may|have|has|had|"
+                      r"before|after|in|at|on|per|for|to|when|if|a|an|the|i|we|you|they|it|my|our)\b|\s*[?.,!]|$)",
+                      re.IGNORECASE)
+
+
 def _counted(question: str) -> dict[str, frozenset[str]]:
     """The thing a "how many …?" question counts, by its head word ("how many wrong password *tries*",
     "how many *shares*"): evidence that never mentions it counts something else. Not a unit of time,
@@ -389,7 +397,13 @@ def _counted(question: str) -> dict[str, frozenset[str]]:
     while len(words) > 1 and features.tokens(words[-1]) <= _AMOUNT_WORDS:
         words.pop()  # "how many pieces max": pieces
     if any(features.tokens(w) & _COUNT_UNITS for w in words):
-        return {}  # "how many people died …", "how many days off …"
+        # "how many weeks of notice …": the unit counts the notice, which the evidence must hold
+        found = _UNIT_OF.match(question[m.end("what"):])
+        if found is None:
+            return {}  # "how many people died …", "how many days off …"
+        return {w: _with_equivalents(features.tokens(w)) for w in found["what"].split()
+                if features.tokens(w) and not features.tokens(w) <= _AMOUNT_WORDS | _NOT_AN_ITEM | _COUNT_UNITS
+                and not features.places(w) and word_key(w) not in _PRONOUNS}
     head = words[-1]
     terms = features.tokens(head)
     if not terms or terms <= _NOT_AN_ITEM or features.places(head) or word_key(head) in _PRONOUNS:

@@ -129,6 +129,8 @@ class _Sentence:
     index: int
     text: str  # as quoted
     scored_text: str  # what is compared with the question (a table row with its header)
+    answers_faq: bool = False  # the first sentence under an FAQ's question
+    faq: bool = False  # …a short one, shown with the question ("… 401k? Not at this time.")
 
 
 class ExtractiveAnswerer:
@@ -484,12 +486,13 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
                 shown = scored  # the lead-in is part of the sentence the item completes
             elif is_item and lead_in and cells is None and len(shown) <= SHORT_ITEM:
                 shown = f"{lead_in.rstrip()}: {shown}"  # "Eligibility: All full-time team members (30+ hours per week)"
+            answers_faq, faq = first, False
             if first:  # the answer's first sentence, which says yes, no or how much
                 scored = f"{asked} {scored}"
                 if len(shown) <= FAQ_SHORT_ANSWER:
-                    shown = f"{asked} {shown}"  # a short answer is shown with the question it answers
+                    shown, faq = f"{asked} {shown}", True  # a short answer is shown with the question it answers
                 first = False
-            out.append(_Sentence(passage_no, len(out), shown, scored))
+            out.append(_Sentence(passage_no, len(out), shown, scored, answers_faq, faq))
     return out
 
 
@@ -587,6 +590,8 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
     what the best one points back to ("These are used in geochronologic studies" after the sentence
     that says what "these" are)."""
     after = other.index > best.index
+    if after and best.faq and not other.answers_faq:
+        return True  # the rest of a short FAQ answer ("A: Unfortunately, not at this time. The maximum is …")
     if features.kind_score(kind, best.text, question=question) < 0 \
             < features.kind_score(kind, other.text, question=question):
         return True

@@ -143,3 +143,12 @@ def test_childcare_is_what_policies_call_dependent_care() -> None:
     care = passage("Dependent care budget: the company provides up to $50 per day while you travel to a meetup.",
                    "Travel > Additional spending categories", doc="people/travel")
     assert find_gap("Can I get reimbursed for childcare while I'm away on a work trip?", [care], min_score=0.3) is None
+
+
+def test_what_a_unit_counts_must_be_in_the_evidence() -> None:
+    sick = passage("If sick leave lasts more than 8 days, report it to the absence team.", "Benefits NL > Sick Leave",
+                   doc="people/benefits-nl")
+    gap = find_gap("How many weeks of notice do I give when resigning?", [sick], min_score=0.3)
+    assert gap is not None and "notice" in gap.missing
+    vacation = passage("Staff take 25 vacation days a year.", "Time off > Vacation", doc="hr/time-off")
+    assert find_gap("how many days of leave do I get?", [vacation], min_score=0.3) is None  # leave is vacation

@@ -404,3 +404,21 @@ def test_an_arabic_question_half_known_to_the_glossary_is_also_compared_in_engli
     english = _in_english(question)
     assert english is not None and "premium" in english and "insurance" in english
     assert _in_english("ما اسم النهر الذي يمر بالمدينة القديمة؟") is None  # a question the glossary does not know
+
+
+async def test_a_short_faq_answer_is_quoted_with_the_rest_of_it(embedder: Embedder) -> None:
+    text = ("# Wellbeing > FAQ\n\nQ: Is the stipend taxable?\n\nA: Yes, like all stipends it is taxed.\n\n"
+            "Q: If my therapy costs more than $250 a year, can I claim the full amount?\n\n"
+            "A: Unfortunately, not at this time. The maximum annual amount is $250 per teammate.\n\n"
+            "Q: Can I use it for a family member?\n\nA: No, the benefit is for teammates only.\n")
+    request = AnswerRequest(question="What's the annual cap on the wellbeing stipend?", language="en",
+                            passages=[_passage("people/wellbeing", "Wellbeing", text, score=0.7)], min_score=0.3,
+                            messages=[])
+    shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
+    if "Unfortunately, not at this time." in shown:  # quoted, the short answer comes with its fact
+        assert "The maximum annual amount is $250 per teammate." in shown
+    assert "$250 per teammate" in shown
+    candidates = _candidates(text)
+    short = next(c for c in candidates if c.text.endswith("Unfortunately, not at this time."))
+    rest = next(c for c in candidates if c.text.startswith("The maximum annual amount"))
+    assert short.faq and short.answers_faq and not rest.answers_faq
