@@ -142,10 +142,10 @@ def rrf_fuse(rankings: dict[str, list[Hit]], *, k: int = RRF_K) -> list[tuple[st
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def glossary_query(question: str) -> str | None:
-    """The English words of a question the glossary knows well (at least GLOSSARY_DENSE_SHARE of
-    it), as one text MiniLM can read ("spend food day business travel"), or None."""
-    if known_share(question) < GLOSSARY_DENSE_SHARE:
+def glossary_query(question: str, *, share: float = GLOSSARY_DENSE_SHARE) -> str | None:
+    """The English words of a question the glossary knows well (at least `share` of it), as one
+    text MiniLM can read ("spend food day business travel"), or None."""
+    if known_share(question) < share:
         return None
     return " ".join(english_terms(question)) or None
 

@@ -3,7 +3,7 @@
 From the passages at or above the score floor (at most 3 of each organisation), every sentence is
 scored against the question: cosine similarity (MiniLM for English, the multilingual encoder when
 the question or a passage is not English; an English sentence keeps the better of that and MiniLM's
-cosine with the English words of an Arabic question the glossary knows well enough, `_in_english`)
+cosine with the English words of an Arabic question the glossary knows well enough, `glossary_query`)
 plus what graph/answerers/features.py reads off the sentence (the
 question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
 little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
@@ -53,10 +53,9 @@ from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, featu
 from graph.tenant_names import by_organisation
 from graph.validate import validate_answer
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
-from retrieval.glossary import english_terms, known_share
 from retrieval.language import detect_language
 from retrieval.rerank import unpack_vectors
-from retrieval.search import Passage
+from retrieval.search import Passage, glossary_query
 from retrieval.sentences import body_of, split_sentences
 
 MAX_PASSAGES = 3
@@ -228,7 +227,9 @@ class ExtractiveAnswerer:
             exact = {**await self._prepared(passages, multilingual=True),
                      **await self._stored(passages, DENSE_SIZES[DENSE_ML])}
             approx: dict[str, np.ndarray] = {}
-            in_english = _in_english(question)
+            # the search asks more of the glossary (GLOSSARY_DENSE_SHARE): there the English words alone
+            # find passages, here they only compare the sentences found, keeping the better of two cosines
+            in_english = glossary_query(question, share=ANSWER_GLOSSARY_SHARE)
             if in_english:  # …and MiniLM's of the English ones, for its English words
                 english = (in_english, await self._prepared(passages))
         else:
@@ -293,16 +294,6 @@ class ExtractiveAnswerer:
             score([i for i, s in enumerate(sentences) if s.passage == best.passage
                    and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
-
-
-def _in_english(question: str) -> str | None:
-    """The English words of a question the glossary knows, when it knows at least ANSWER_GLOSSARY_SHARE
-    of it, as one text MiniLM can read; or None. (The search asks more of the glossary,
-    retrieval/search.py's GLOSSARY_DENSE_SHARE: there the English words alone find passages, here
-    they only compare sentences the search found, keeping the better of two cosines.)"""
-    if known_share(question) < ANSWER_GLOSSARY_SHARE:
-        return None
-    return " ".join(english_terms(question)) or None
 
 
 def _sentences_by_organisation(sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> list[list[int]]:

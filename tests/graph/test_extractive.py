@@ -397,13 +397,14 @@ def test_a_section_path_inside_a_chunk_is_the_lead_in_of_the_lines_under_it() ->
 
 
 def test_an_arabic_question_half_known_to_the_glossary_is_also_compared_in_english() -> None:
-    from graph.answerers.extractive import _in_english
+    from graph.answerers.extractive import ANSWER_GLOSSARY_SHARE
 
     question = "ما نسبة قسط التأمين الطبي التي تدفعها الشركة في الولايات المتحدة؟"  # the premium share paid in the US
     assert glossary_query(question) is None  # too little of it for the search's English leg
-    english = _in_english(question)
+    english = glossary_query(question, share=ANSWER_GLOSSARY_SHARE)
     assert english is not None and "premium" in english and "insurance" in english
-    assert _in_english("ما اسم النهر الذي يمر بالمدينة القديمة؟") is None  # a question the glossary does not know
+    # a question the glossary does not know
+    assert glossary_query("ما اسم النهر الذي يمر بالمدينة القديمة؟", share=ANSWER_GLOSSARY_SHARE) is None
 
 
 async def test_a_short_faq_answer_is_quoted_with_the_rest_of_it(embedder: Embedder) -> None:
