@@ -334,11 +334,16 @@ def _amount_of(question: str) -> dict[str, frozenset[str]]:
     m = _AMOUNT_OF.search(question)
     if m is None:
         return {}
+    return _every_word(m["what"].split(), besides=_AMOUNT_WORDS | _NOT_AN_ITEM)
+
+
+def _every_word(words: Sequence[str], *, besides: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Each word that names the thing (not a place, a pronoun, nor only terms of `besides`), with
+    the everyday words for it."""
     out: dict[str, frozenset[str]] = {}
-    for word in m["what"].split():
+    for word in words:
         terms = features.tokens(word)
-        if terms and not terms <= _AMOUNT_WORDS | _NOT_AN_ITEM and not features.places(word) \
-                and word_key(word) not in _PRONOUNS:
+        if terms and not terms <= besides and not features.places(word) and word_key(word) not in _PRONOUNS:
             out[word] = _with_equivalents(terms)
     return out
 
@@ -401,9 +406,7 @@ def _counted(question: str) -> dict[str, frozenset[str]]:
         found = _UNIT_OF.match(question[m.end("what"):])
         if found is None:
             return {}  # "how many people died …", "how many days off …"
-        return {w: _with_equivalents(features.tokens(w)) for w in found["what"].split()
-                if features.tokens(w) and not features.tokens(w) <= _AMOUNT_WORDS | _NOT_AN_ITEM | _COUNT_UNITS
-                and not features.places(w) and word_key(w) not in _PRONOUNS}
+        return _every_word(found["what"].split(), besides=_AMOUNT_WORDS | _NOT_AN_ITEM | _COUNT_UNITS)
     head = words[-1]
     terms = features.tokens(head)
     if not terms or terms <= _NOT_AN_ITEM or features.places(head) or word_key(head) in _PRONOUNS:
