@@ -151,17 +151,11 @@ class ExtractiveAnswerer:
         self._recent: OrderedDict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     async def respond(self, request: AnswerRequest) -> Draft:
-        floor = request.min_score if request.min_score is not None else float("-inf")
-        groups = [_about_the_place_asked(request.question, group[: self.max_passages])
-                  for group in by_organisation(p for p in request.passages if p.score >= floor)]
-        passages = [p for group in groups for p in group]
-        sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
-        if not sentences:
+        passages, sentences, scores, picks = await self._choose(request.question, request.language,
+                                                                request.passages, request.min_score)
+        if not picks:
             return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
                          {"error": "no sentence above the floor"})
-        multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
-        scores, cosine = await self._scores(request.question, sentences, passages, multilingual)
-        picks = self._picks(request.question, sentences, scores, cosine, passages)
         quoted = [(passages[s.passage], _HTML_BREAK.sub("; ", s.text)) for s in picks]
         lines = [_line(passage, text, request.language) for passage, text in quoted]
         allowed = [p.chunk_id for p in passages]
@@ -171,10 +165,32 @@ class ExtractiveAnswerer:
         if len({passage.organisation for passage, _ in quoted}) > 1:
             lines = [f"{passage.organisation}: {line}" if passage.organisation else line
                      for (passage, _), line in zip(quoted, lines, strict=True)]
+        multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
         info = {"encoder": "multilingual" if multilingual else "minilm",
                 "sentences": [{"chunk_id": passages[s.passage].chunk_id, "index": s.index,
                                "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
         return Draft(draft_message("\n".join(lines), answerer=self.name), info)
+
+    async def quoted_sentences(self, question: str, passages: Sequence[Passage],
+                               min_score: float | None) -> list[str]:
+        """The sentences an answer would quote (as `respond` picks them), for the gate's check that
+        they state the kind of figure asked (graph/nodes/tools.py)."""
+        *_, picks = await self._choose(question, detect_language(question), passages, min_score)
+        return [s.text for s in picks]
+
+    async def _choose(self, question: str, language: str, candidates: Sequence[Passage], min_score: float | None
+                      ) -> tuple[list[Passage], list[_Sentence], np.ndarray, list[_Sentence]]:
+        """The passages read, their candidate sentences, the sentences' scores and the ones to quote."""
+        floor = min_score if min_score is not None else float("-inf")
+        groups = [_about_the_place_asked(question, group[: self.max_passages])
+                  for group in by_organisation(p for p in candidates if p.score >= floor)]
+        passages = [p for group in groups for p in group]
+        sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
+        if not sentences:
+            return passages, sentences, np.zeros(0, dtype=np.float32), []
+        multilingual = language != "en" or any(p.lang != "en" for p in passages)
+        scores, cosine = await self._scores(question, sentences, passages, multilingual)
+        return passages, sentences, scores, self._picks(question, sentences, scores, cosine, passages)
 
     def _picks(self, question: str, sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray,
                passages: Sequence[Passage]) -> list[_Sentence]:

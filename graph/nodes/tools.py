@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph.answerers.features import tokens
+from graph.answerers.figures import FIGURE_NAMES, asked_figure, states_figure
 from graph.coverage import find_gap, named_passages
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
@@ -35,12 +36,15 @@ ConflictCheck = Callable[[str, Sequence[Passage]], ConflictReport]
 
 # (question, passages) → the sentence an answer would quote first (ExtractiveAnswerer.closest_sentence).
 ClosestSentence = Callable[[str, Sequence[Passage]], Awaitable[str | None]]
+# (question, passages, floor) → the sentences an answer would quote (ExtractiveAnswerer.quoted_sentences).
+QuotedSentences = Callable[[str, Sequence[Passage], float | None], Awaitable[list[str]]]
 # A question with more known words than this is chatty: its conflicts are judged on what it gets.
 CHATTY_TERMS = 6
 
 
 def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None,
-               conflict_check: ConflictCheck | None = None, closest_sentence: ClosestSentence | None = None):
+               conflict_check: ConflictCheck | None = None, closest_sentence: ClosestSentence | None = None,
+               quoted_sentences: QuotedSentences | None = None):
     tenant_names = TenantNames(searcher.catalog)
 
     async def tools(state: ConversationState) -> dict[str, Any]:
@@ -84,7 +88,7 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                 continue
             searches.append({"query": query, **result.trace()})
             found, gate, found_conflicts, missing = await _screen(
-                state["question"], result, conflict_check, closest_sentence,
+                state["question"], result, conflict_check, closest_sentence, quoted_sentences,
                 lexicon=lambda: tenant_names.lexicon(scope.tenant_id))
             if found_conflicts:
                 conflicts.extend(found_conflicts)
@@ -116,12 +120,14 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
 
 
 async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
-                  closest: ClosestSentence | None, *, lexicon: Callable[[], Awaitable[Lexicon]] | None = None
+                  closest: ClosestSentence | None, quoted: QuotedSentences | None = None, *, lexicon: Callable[[], Awaitable[Lexicon]] | None = None
                   ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
     aside, and, for a question that names one of the tenant's companies, only its documents'), the
     gate, the conflicts found among them, and the question's distinguishing words no passage fit to
-    quote holds (a neighbouring rule, not the one asked about: `below_score_floor`). `lexicon`: the
+    quote holds (a neighbouring rule, not the one asked about: `below_score_floor`), or the kind of
+    figure asked that no sentence an answer would quote states (graph/answerers/figures.py: "how much
+    does each share pay out?" over "You'll accrue one share per month …"). `lexicon`: the
     tenant's names and words, read once the search has passed its gate."""
     found, gate = list(result.passages), result.gate
     conflicts: list[dict[str, Any]] = []
@@ -153,6 +159,11 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
             gate, missing = "below_score_floor", list(gap.missing)
         else:
             found = named
+            figure = asked_figure(question)
+            if figure is not None and quoted is not None:
+                shown = await quoted(question, found, result.min_score)
+                if shown and not any(states_figure(figure, sentence) for sentence in shown):
+                    gate, missing = "below_score_floor", [FIGURE_NAMES[figure]]
     return found, gate, conflicts, missing
 
 

@@ -92,6 +92,18 @@ async def test_a_near_miss_escalates_naming_what_the_evidence_lacks(svc: Service
     assert turn is not None and missing in turn.trace["searches"][0]["missing_terms"]
 
 
+async def test_a_quote_without_the_amount_asked_for_is_never_shown(svc: Services) -> None:
+    # The closest sentence says when a new badge is ready, not what it costs: the turn answers with
+    # the cost or escalates, naming what the quote lacked.
+    out = await ask(svc, "How much is a replacement badge?")
+    if out.route == "answer":
+        assert "USD 25" in out.answer
+        return
+    assert out.reason == "below_score_floor"
+    turn = await svc.conversations.get_turn(turn_id=out.turn_id)
+    assert turn is not None and turn.trace["searches"][0]["missing_terms"] == ["an amount of money"]
+
+
 @pytest.mark.parametrize(("question", "fact"), [
     ("How many days of annual leave can I carry over?", "5 days"),
     ("can i roll my unused holiday into next yr?", "5 days"),

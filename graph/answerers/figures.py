@@ -1,0 +1,74 @@
+"""Which figure a question asks for, and whether a sentence states one of that kind.
+
+"What's the annual maximum for the Dependent Care FSA?" asks for an amount of money; "how long is
+the probation period?" for a length of time. A quote that states neither ("GitLab will continue to
+cover the majority of costs", "You'll accrue one share per month") does not answer it, however
+close its words are: the fact asked is missing from what would be shown, so the turn escalates
+(graph/nodes/tools.py). Only English questions are read: the kinds of graph/answerers/features.py
+cover Arabic for ranking, and a missed check here only leaves the turn as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Figure = Literal["money", "duration"]
+# How the trace names a figure that no quote states (`missing_terms`).
+FIGURE_NAMES: dict[Figure, str] = {"money": "an amount of money", "duration": "a length of time"}
+
+_TIME_THING = (r"(?:(?:paid|unpaid|medical|sick|parental|maternity|paternity|annual|bereavement|vacation|"
+               r"holiday|notice|leave)\s+)*(?:leave|time|time off|pto|notice|vacation|holidays?|days?|weeks?|"
+               r"months?|years?|hours?)")
+_MONEY_WORD = (r"(?:cost|costs|pay|pays|paid|payout|spend|reimburs\w*|worth|budget|allowance|stipend|expense|"
+               r"claim|cover|covers|contribut\w*|match|matches|charge|fee|price|salary|bonus|per diem|"
+               r"dollars?|euros?|pounds?|money|cash|fsa|hsa|401k|pension|insurance)")
+# "how much … cost / pay / reimburse …", "how much is a replacement badge?", "what's the allowance / stipend / per diem …", "what's the
+# maximum I can expense …"; not "how much notice", "the maximum carry-over of vacation days", "the speed limit".
+_MONEY = re.compile(
+    rf"\bhow much\b(?!\s+{_TIME_THING}\b)(?=.*\b{_MONEY_WORD}\b)|"
+    rf"\bhow much (?:is|are|was|will|would|does|do)\b(?!.*\b{_TIME_THING}\b)|"
+    r"\bwhat(?:'s|’s|s| is| are)?\s+(?:the\s+|my\s+|our\s+)?(?:\w+\s+){0,3}?"
+    r"(?:allowance|stipend|budget|per diem|reimbursement|price|fee|salary|payout|mileage rate|"
+    rf"(?:max(?:imum)?|limit|cap)\b(?=.*\b{_MONEY_WORD}\b)(?!.*\b{_TIME_THING}\b))\b",
+    re.IGNORECASE)
+_DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|\bhow long\b|"
+                       rf"\bhow much\s+{_TIME_THING}\b", re.IGNORECASE)
+
+_UNIT = r"(?:minutes?|hours?|hrs?|days?|weeks?|wks?|months?|years?|yrs?|quarters?)"
+_SOME = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+         r"sixty|ninety|a|an|half an?|a few|several|many|multiple)")
+_STATES_DURATION = re.compile(
+    rf"\d[\d.,]*\)?[\s-]*(?:(?:-|–|to|or)\s*\d[\d.,]*[\s-]*)?(?:[\w()-]+[ -]){{0,2}}?{_UNIT}\b|\b{_SOME}[ -](?:\w+[ -])?{_UNIT}\b|"
+    r"\b(?:unlimited|indefinite\w*|(?:no|not have an?|without an?) (?:set |fixed )?(?:limit|maximum|cap|end date|"
+    r"waiting period|minimum tenure)|"
+    r"end of (?:the )?(?:day|week|month|quarter|year)|annual\w*|monthly|weekly|daily|yearly|fortnight\w*|"
+    r"same day|immediately|day one|day 1)\b",
+    re.IGNORECASE)
+_STATES_MONEY = re.compile(
+    r"[$€£¥₹]\s?\d|\b(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|brl|pln)\s?\d|"
+    r"\d[\d,.]*k?\s?(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|dollars|euros|pounds)\b|\d\s?(?:%|percent\b)|"
+    r"\b(?:in full|full (?:cost|amount|price)|fully|free|no (?:cost|charge|limit|cap|maximum)|unlimited|"
+    r"not (?:be )?(?:covered|reimbursed|reimbursable|paid|eligible)|(?:does|do|will|would) not (?:cover|reimburse|pay)|"
+    r"won't|cannot|can't|at cost|market rate|local equivalent)\b",
+    re.IGNORECASE)
+
+
+def asked_figure(question: str) -> Figure | None:
+    """The kind of figure an English question asks for: "duration" (how long, how many days, how
+    much leave), "money" (how much does it cost or pay, what is the allowance or maximum), or None."""
+    if not question.isascii():
+        return None
+    if _DURATION.search(question):
+        return "duration"
+    if _MONEY.search(question):
+        return "money"
+    return None
+
+
+def states_figure(figure: Figure, sentence: str) -> bool:
+    """Whether a sentence states a figure of that kind (or says there is none: "unlimited", "no
+    waiting period", "not covered"): "up to $700 per month", "15%", "in full"; "90 days", "ten (10)
+    years", "three months"."""
+    pattern = _STATES_MONEY if figure == "money" else _STATES_DURATION
+    return bool(pattern.search(sentence))

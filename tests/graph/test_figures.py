@@ -1,0 +1,45 @@
+"""Which figure a question asks for, and whether a quote states one (graph/answerers/figures.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph.answerers.figures import asked_figure, states_figure
+
+
+@pytest.mark.parametrize(("question", "figure"), [
+    ("How much can I spend on food each day?", "money"),
+    ("how much did each profit sharing share pay out last March?", "money"),
+    ("What's the annual maximum for the Dependent Care FSA for US employees?", "money"),
+    ("whats the wellness allowance", "money"),
+    ("What is the meals per diem in Riyadh?", "money"),
+    ("How long is the probation period?", "duration"),
+    ("how much notice do I have to give?", "duration"),
+    ("How many weeks of paid parental leave do I get?", "duration"),
+    # not a figure of either kind, or not one these words can tell
+    ("What is the maximum number of vacation days I can bank?", None),
+    ("What is the maximum carry-over of vacation days?", None),
+    ("What is the forklift speed limit inside the warehouse?", None),
+    ("How much food can the larvae eat per day?", None),
+    ("Do I need permission to take on a side job?", None),
+    ("كم يبلغ بدل السكن؟", None),
+])
+def test_the_figure_a_question_asks_for(question: str, figure: str | None) -> None:
+    assert asked_figure(question) == figure
+
+
+@pytest.mark.parametrize(("sentence", "money", "duration"), [
+    ("Meals are reimbursable up to $100 USD per day.", True, True),
+    ("Employer matching up to 3% of base salary.", True, False),
+    ("The second replacement costs USD 25, deducted from pay.", True, False),
+    ("Tuition is covered in full.", True, False),
+    ("Co-working deposits will not be reimbursed.", True, False),
+    ("You have ten (10) years from the date of grant to exercise.", False, True),
+    ("We work in 6-week cycles.", False, True),
+    ("Probation is normally three months.", False, True),
+    ("We do not have a waiting period for Paid Parental Leave.", False, True),
+    ("GitLab will continue to cover the majority of costs for your benefits package.", False, False),
+    ("You'll accrue one share per month starting on your second anniversary.", False, False),
+])
+def test_a_sentence_states_a_figure_of_the_kind(sentence: str, money: bool, duration: bool) -> None:
+    assert (states_figure("money", sentence), states_figure("duration", sentence)) == (money, duration)
