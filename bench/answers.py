@@ -100,6 +100,7 @@ class Turn:
     top_score: float | None
     cited: tuple[str, ...]
     sentence_scores: tuple[float, ...] = ()  # the extractive answerer's, for the sentences it quoted
+    missing_terms: tuple[str, ...] = ()  # the question's words the gate found in no passage fit to quote
 
     @property
     def escalated(self) -> bool:
@@ -244,9 +245,10 @@ async def run_cases(services: Services, cases: Sequence[Case], scope_of: Callabl
         ms = (time.perf_counter() - started) * 1000
         route = "answer" if out.route == "answer" else "escalate"
         quoted = ((out.trace or {}).get("answerer") or {}).get("sentences") or []
+        missing = [w for s in (out.trace or {}).get("searches") or [] for w in s.get("missing_terms") or ()]
         turns.append(Turn(c, route, out.reason, out.answer, ms, out.top_score,
                           tuple(str(x["chunk_id"]) for x in out.citations),
-                          tuple(float(x["score"]) for x in quoted)))
+                          tuple(float(x["score"]) for x in quoted), tuple(missing)))
     return turns
 
 
@@ -288,7 +290,8 @@ def write_rows(set_name: str, turns: Sequence[Turn]) -> Path:
                 "question": c.question, "expected": c.expect, "expected_reason": c.expect_reason,
                 "gold": list(c.answers), "route": t.route, "reason": t.reason, "verdict": t.verdict,
                 "answer": t.answer, "cited": list(t.cited), "top_score": t.top_score,
-                "sentence_scores": list(t.sentence_scores), "ms": round(t.ms, 1),
+                "sentence_scores": list(t.sentence_scores), "missing_terms": list(t.missing_terms),
+                "ms": round(t.ms, 1),
             }, ensure_ascii=False) + "\n")
     return path
 

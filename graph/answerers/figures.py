@@ -32,10 +32,13 @@ _MONEY = re.compile(
     r"(?:allowance|stipend|budget|per diem|reimbursement|price|fee|salary|payout|mileage rate|"
     rf"(?:max(?:imum)?|limit|cap)\b(?=.*\b{_MONEY_WORD}\b)(?!.*\b{_TIME_THING}\b))\b",
     re.IGNORECASE)
-_DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|\bhow long\b|"
+_DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"
+                       r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)|"
                        rf"\bhow much\s+{_TIME_THING}\b", re.IGNORECASE)
 
-_UNIT = r"(?:minutes?|hours?|hrs?|days?|weeks?|wks?|months?|years?|yrs?|quarters?)"
+_UNIT = r"(?:minutes?|hours?|hrs?|days?|nights?|weeks?|wks?|months?|years?|yrs?|quarters?|semesters?)"
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 _SOME = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
          r"sixty|ninety|a|an|half an?|a few|several|many|multiple)")
 _STATES_DURATION = re.compile(
@@ -43,11 +46,17 @@ _STATES_DURATION = re.compile(
     r"\b(?:unlimited|indefinite\w*|(?:no|not have an?|without an?) (?:set |fixed )?(?:limit|maximum|cap|end date|"
     r"waiting period|minimum tenure)|"
     r"end of (?:the )?(?:day|week|month|quarter|year)|annual\w*|monthly|weekly|daily|yearly|fortnight\w*|"
-    r"same day|immediately|day one|day 1)\b",
+    r"same day|immediately|day one|day 1)\b|"
+    # a deadline answers "how long do I have …?" ("by 31 March", "before December 1st")
+    rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b",
     re.IGNORECASE)
 _STATES_MONEY = re.compile(
-    r"[$€£¥₹]\s?\d|\b(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|brl|pln)\s?\d|"
-    r"\d[\d,.]*k?\s?(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|dollars|euros|pounds)\b|\d\s?(?:%|percent\b)|"
+    r"[$€£¥₹]\s?\d|\b(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|brl|pln)\s?\d|(?-i:\b[A-Z]{3}\s?\d)|"
+    r"\d[\d,.]*k?\s?(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|dollars|euros|pounds|yen|rupees)\b|"
+    r"(?-i:\d[\d,.]*k?\s?[A-Z]{3}\b)|\d\s?(?:%|percent\b|per cent\b)|"
+    # pay counted in time ("a maximum of 4 months of severance pay", "2 weeks' salary")
+    r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve)\s+(?:weeks?|months?|years?)(?:'|’|’s|'s)?\s+(?:of\s+)?"
+    r"(?:\w+\s+)?(?:pay|salary|wages|compensation|severance)\b|"
     r"\b(?:in full|full (?:cost|amount|price)|fully|free|no (?:cost|charge|limit|cap|maximum)|unlimited|"
     r"not (?:be )?(?:covered|reimbursed|reimbursable|paid|eligible)|(?:does|do|will|would) not (?:cover|reimburse|pay)|"
     r"won't|cannot|can't|at cost|market rate|local equivalent)\b",
