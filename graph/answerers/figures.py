@@ -23,8 +23,9 @@ _TIME_THING = (r"(?:(?:paid|unpaid|medical|sick|parental|maternity|paternity|ann
 _MONEY_WORD = (r"(?:cost|costs|pay|pays|paid|payout|spend|reimburs\w*|worth|budget|allowance|stipend|expense|"
                r"claim|cover|covers|contribut\w*|match|matches|charge|fee|price|salary|bonus|per diem|"
                r"dollars?|euros?|pounds?|money|cash|fsa|hsa|401k|pension|insurance)")
-# "how much … cost / pay / reimburse …", "how much is a replacement badge?", "what's the allowance / stipend / per diem …", "what's the
-# maximum I can expense …"; not "how much notice", "the maximum carry-over of vacation days", "the speed limit".
+# "how much … cost / pay / reimburse …", "how much is a replacement badge?", "what's the allowance /
+# stipend / per diem …", "what's the maximum I can expense …"; not "how much notice", "the maximum
+# carry-over of vacation days", "the speed limit".
 _MONEY = re.compile(
     rf"\bhow much\b(?!\s+{_TIME_THING}\b)(?=.*\b{_MONEY_WORD}\b)|"
     rf"\bhow much (?:is|are|was|will|would|does|do)\b(?!.*\b{_TIME_THING}\b)|"

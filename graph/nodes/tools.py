@@ -120,7 +120,8 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
 
 
 async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
-                  closest: ClosestSentence | None, quoted: QuotedSentences | None = None, *, lexicon: Callable[[], Awaitable[Lexicon]] | None = None
+                  closest: ClosestSentence | None, quoted: QuotedSentences | None = None, *,
+                  lexicon: Callable[[], Awaitable[Lexicon]] | None = None
                   ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
     aside, and, for a question that names one of the tenant's companies, only its documents'), the
