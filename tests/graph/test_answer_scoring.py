@@ -88,9 +88,9 @@ def test_the_sets_read_our_labels() -> None:
     from bench.answers import staff_cases
 
     staff = staff_cases()
-    assert len(staff) == 120 and {c.set for c in staff} == {"staff"}
-    assert sum(c.kind == "answerable" for c in staff) == 72 and all(c.answers for c in staff if c.kind == "answerable")
-    assert sum(c.kind == "near_miss" for c in staff) == 28 and sum(c.kind == "ooc" for c in staff) == 20
+    assert len(staff) == 190 and {c.set for c in staff} == {"staff"}
+    assert sum(c.kind == "answerable" for c in staff) == 114 and all(c.answers for c in staff if c.kind == "answerable")
+    assert sum(c.kind == "near_miss" for c in staff) == 46 and sum(c.kind == "ooc" for c in staff) == 30
 
 
 def test_the_limit_applies_per_kind_and_split(monkeypatch: pytest.MonkeyPatch) -> None:
