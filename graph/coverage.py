@@ -427,6 +427,11 @@ _GENERIC_THING = frozenset(features.stem(w) for w in (
     "program programme plan scheme difference reason time period amount number chance problem issue need").split())
 
 
+# Section words that policies state as a figure rather than by name ("Gift limits" over "under $50 USD").
+_STATED_AS_FIGURES = frozenset(features.stem(w) for w in "deadline limit limits cap minimum maximum max".split())
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)?")
+
+
 def _thing_asked_about(question: str) -> dict[str, frozenset[str]]:
     """The thing whose existence a question asks about, by its head word ("a shuttle *bus*", "a Secret
     Santa gift *exchange*"): evidence that never mentions it answers another question. Not a thing
@@ -514,7 +519,8 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
         lines += [line for line in body_of(p.text).splitlines() if _SUBHEADING.fullmatch(line.strip())]
         for line in lines:
             sections |= features.tokens(line.replace(">", " ").replace("-", " "))
-    sections = {t for t in sections - _GENERIC_HEADING if not t.isdigit()}
+    # Not a number or an ordinal ("the 10th"), nor what policies state as a figure ("any limit?": "under $50").
+    sections = {t for t in sections - _GENERIC_HEADING - _STATED_AS_FIGURES if not _ORDINAL.fullmatch(t)}
     # A capitalised word of the question is a name that matters when the passages know it (GitLab in
     # a tenant of several companies); one none of them uses ("MacBook", "BitTorrent") is usually an
     # instance of what a rule covers in general (a laptop, file sharing).

@@ -3,6 +3,8 @@ a rule is asked for, and the qualifiers of an Arabic question read over English 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from graph.coverage import find_gap
 from tests.graph.test_coverage_items import passage
 
@@ -152,3 +154,17 @@ def test_what_a_unit_counts_must_be_in_the_evidence() -> None:
     assert gap is not None and "notice" in gap.missing
     vacation = passage("Staff take 25 vacation days a year.", "Time off > Vacation", doc="hr/time-off")
     assert find_gap("how many days of leave do I get?", [vacation], min_score=0.3) is None  # leave is vacation
+
+
+def test_a_section_word_that_policies_state_as_a_figure_need_not_be_in_the_quote() -> None:
+    # "Limits" heads a section of a passage found beside the one that answers; the answer states the
+    # limit as a figure, not by name.
+    gifts = passage("Gifts to customers must be under $50 USD and recorded in the gift log.",
+                    "Customer Gifts > Sending Gifts", doc="legal/gifts")
+    spending = replace(passage("Team events may cost up to $100 per person.", "Spending > Event Limits",
+                               doc="finance/spending"), score=0.1)
+    assert find_gap("is it ok to send a customer a coffee gift card? any limit?", [gifts, spending],
+                    min_score=0.3) is None
+    # A section word that names a thing still counts ("events" heads a section; the gifts rule lacks it).
+    gap = find_gap("can I send a customer a gift card for team events?", [gifts, spending], min_score=0.3)
+    assert gap is not None and gap.missing == ("events",)
