@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.datasets import DATA
 from bot.services import Services, open_services, shared_embedder
 from bot.settings import Settings
 from retrieval.embed import Embedder
@@ -19,7 +20,8 @@ from tests.fake_slack import FakeSlack
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_HANDBOOK = ROOT / "sample" / "handbook"
 SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# The public data sets beside the checkout, found as the bench finds them wherever the clone is.
+SHARED_DATA = DATA
 
 
 def make_settings(home: Path, **overrides: object) -> Settings:
