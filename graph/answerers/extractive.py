@@ -45,7 +45,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -132,6 +132,14 @@ class _Sentence:
     faq: bool = False  # …a short one, shown with the question ("… 401k? Not at this time.")
 
 
+class _Choice(NamedTuple):
+    passages: list[Passage]  # read: at or above the floor, at most max_passages of each organisation
+    sentences: list[_Sentence]
+    scores: np.ndarray  # one per sentence
+    picks: list[_Sentence]  # the ones to quote
+    multilingual: bool  # compared in the multilingual space
+
+
 class ExtractiveAnswerer:
     name = "extractive"
     model: str | None = None
@@ -151,8 +159,8 @@ class ExtractiveAnswerer:
         self._recent: OrderedDict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     async def respond(self, request: AnswerRequest) -> Draft:
-        passages, sentences, scores, picks = await self._choose(request.question, request.language,
-                                                                request.passages, request.min_score)
+        passages, sentences, scores, picks, multilingual = await self._choose(
+            request.question, request.language, request.passages, request.min_score)
         if not picks:
             return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
                          {"error": "no sentence above the floor"})
@@ -165,7 +173,6 @@ class ExtractiveAnswerer:
         if len({passage.organisation for passage, _ in quoted}) > 1:
             lines = [f"{passage.organisation}: {line}" if passage.organisation else line
                      for (passage, _), line in zip(quoted, lines, strict=True)]
-        multilingual = request.language != "en" or any(p.lang != "en" for p in passages)
         info = {"encoder": "multilingual" if multilingual else "minilm",
                 "sentences": [{"chunk_id": passages[s.passage].chunk_id, "index": s.index,
                                "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
@@ -175,22 +182,23 @@ class ExtractiveAnswerer:
                                min_score: float | None) -> list[str]:
         """The sentences an answer would quote (as `respond` picks them), for the gate's check that
         they state the kind of figure asked (graph/nodes/tools.py)."""
-        *_, picks = await self._choose(question, detect_language(question), passages, min_score)
-        return [s.text for s in picks]
+        choice = await self._choose(question, detect_language(question), passages, min_score)
+        return [s.text for s in choice.picks]
 
-    async def _choose(self, question: str, language: str, candidates: Sequence[Passage], min_score: float | None
-                      ) -> tuple[list[Passage], list[_Sentence], np.ndarray, list[_Sentence]]:
+    async def _choose(self, question: str, language: str, candidates: Sequence[Passage],
+                      min_score: float | None) -> _Choice:
         """The passages read, their candidate sentences, the sentences' scores and the ones to quote."""
         floor = min_score if min_score is not None else float("-inf")
         groups = [_about_the_place_asked(question, group[: self.max_passages])
                   for group in by_organisation(p for p in candidates if p.score >= floor)]
         passages = [p for group in groups for p in group]
         sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
-        if not sentences:
-            return passages, sentences, np.zeros(0, dtype=np.float32), []
         multilingual = language != "en" or any(p.lang != "en" for p in passages)
+        if not sentences:
+            return _Choice(passages, sentences, np.zeros(0, dtype=np.float32), [], multilingual)
         scores, cosine = await self._scores(question, sentences, passages, multilingual)
-        return passages, sentences, scores, self._picks(question, sentences, scores, cosine, passages)
+        return _Choice(passages, sentences, scores, self._picks(question, sentences, scores, cosine, passages),
+                       multilingual)
 
     def _picks(self, question: str, sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray,
                passages: Sequence[Passage]) -> list[_Sentence]:
