@@ -31,6 +31,13 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   people or times; and what a policy is asked about, every word of it ("the policy on *smoking or
   vaping* *breaks*").
 
+Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does the travel
+insurance cover?", "spending the *winter* abroad, how long can I …?"), a month ("3 wks off over
+*dec*"), and a name in a sentence that only tells the asker's plans ("… per year? want to do an *AWS*
+cert"), unless many of the tenant's documents use it (a company's name). A long word is covered by
+one of the same root ("contributions" by "contribute"), except a qualifier ("contractors" is not
+"contract").
+
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
 capitalised. A place counts only where a passage tells places apart, except a site ("the London
 office"), which a passage must name (or cover with "all offices", "any other city") in any case. Once the gate has passed, a question that names one of the tenant's names is answered
@@ -119,6 +126,10 @@ _ANY_SITE = re.compile(rf"\b(?:{_EVERY_OTHER}|all (?:offices|countries|locations
 _SITUATION_YEAR = re.compile(r"\b(?:I|I've|I'm|we|my)\b[^.?!,;]{0,30}?\b(?:in|since|from)\s+((?:19|20)\d\d)\b",
                              re.IGNORECASE)
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d(?:s|'s|’s)?|(?:1[5-9]|20)\d0s")
+_SITUATION_QUALIFIER = re.compile(
+    r"\bspen(?:d|ds|ding|t)\s+(?:the|this|next|my|our)\s+(winter|summer|autumn)\b|"
+    r"\bif\s+(?:i|we|you|my \w+)\s+(?:get|gets|got|am|is|are|become|becomes|fall|falls|feel|feels)\s+(?:really\s+)?"
+    r"(sick|ill)\b", re.IGNORECASE)
 # A sub-heading kept as a line of the chunk text ("Carry-Over", "Booking Leave").
 _SUBHEADING = re.compile(r"[A-Z][\w'’&/ -]{2,50}(?<![.!?:;,])")
 _GENERIC_HEADING = frozenset(features.stem(w) for w in (
@@ -130,6 +141,9 @@ _GENERIC_HEADING = frozenset(features.stem(w) for w in (
     "go going come see look want like does done long often soon much many far".split()))
 
 
+# Documents a tenant name must be used by to count outside the sentences that ask (see `_distinguishing`):
+# a company's name is used by most of its pages (the handbooks: 24–143), a product's by a few (AWS: 4).
+WIDE_NAME_DOCS = 10
 # The passages an answer would quote from: the best one and those nearly as good.
 QUOTED_MARGIN = 0.10
 
@@ -265,6 +279,8 @@ _COMPLEMENT = re.compile(r"\s+(?:at|for|to|of|in)\s+(?:(?:a|an|the|my|our|some) 
                          r"[?.!,]|$)", re.IGNORECASE)
 
 
+# A share of the thing ("part of my electricity bill"): the thing follows "of".
+_SHARE_OF = frozenset("part some half portion share most".split())
 _SLASH = re.compile(r"(?<=[^\W\d])\s*/\s*(?=[^\W\d])")
 
 
@@ -289,8 +305,9 @@ def _asked_item(question: str) -> dict[str, frozenset[str]]:
             continue  # "… health cover in Australia": a noun, not the verb; places are checked apart
         if item.split()[0].lower() in _PAY_NOUNS and question[:m.start("item")].lower().endswith(("pay ", "pays ")):
             continue  # "does a gender pay gap …", "how do pay bands work": pay as a noun
-        if _TIME_ITEM.fullmatch(item):
-            # "… expense each month for a coworking space": the thing is what the money is for.
+        if _TIME_ITEM.fullmatch(item) or item.lower() in _SHARE_OF:
+            # "… expense each month for a coworking space": the thing is what the money is for;
+            # "… expense part of my heating bill": the thing is the heating.
             found = _COMPLEMENT.match(rest)
             if found is None:
                 return {}
@@ -424,12 +441,17 @@ _EXISTS = re.compile(r"\b(?:is there|are there|do (?:we|you) (?:have|offer|run|d
 _GENERIC_THING = frozenset(features.stem(w) for w in (
     "deadline limit limits cap minimum maximum max policy policies rule rules process procedure way option options "
     "requirement requirements budget stipend allowance fee cost charge penalty approval discount benefit benefits "
-    "program programme plan scheme difference reason time period amount number chance problem issue need").split())
+    "program programme plan scheme difference reason time period amount number chance problem issue need point "
+    "stage threshold").split())
 
 
 # Section words that policies state as a figure rather than by name ("Gift limits" over "under $50 USD").
 _STATED_AS_FIGURES = frozenset(features.stem(w) for w in "deadline limit limits cap minimum maximum max".split())
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)?")
+# A month in a question is when the asker plans something ("3 wks off over dec"), not a section asked about.
+_MONTHS = frozenset(features.stem(w) for w in (
+    "jan january feb february mar march apr april jun june jul july aug august sep sept september oct october "
+    "nov november dec december").split())
 
 
 def _thing_asked_about(question: str) -> dict[str, frozenset[str]]:
@@ -456,13 +478,22 @@ def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozense
     if not words:
         return {}
     out: dict[str, frozenset[str]] = {}
-    for word in features.capitalised(question):
+    for word in features.capitalised(_asking(question)):
         parts = [word_key(p) for p in re.findall(r"\w+", word)]
         if features.places(word, widen=True) or not features.tokens(word) \
                 or any(p in words or near_miss(p, words) or _begins_a_word(p, words) for p in parts):
             continue
         out[word] = frozenset(features.tokens(word))
     return out
+
+
+def _asking(question: str) -> str:
+    """The sentences of a message that ask ("how much G&D money can I get reimbursed per year?"), without
+    those that only tell the asker's plans ("want to do an AWS cert + a course"); the whole message
+    when none ends with a question mark."""
+    parts = [p for p in re.split(r"(?<=[.?!؟])\s+", question.strip()) if p]
+    asking = [p for p in parts if p.rstrip().endswith(("?", "؟"))]
+    return " ".join(asking) if asking and len(asking) < len(parts) else question
 
 
 PREFIX_MIN = 4  # letters; a shorter word begins too many others
@@ -520,17 +551,28 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
         for line in lines:
             sections |= features.tokens(line.replace(">", " ").replace("-", " "))
     # Not a number or an ordinal ("the 10th"), nor what policies state as a figure ("any limit?": "under $50").
-    sections = {t for t in sections - _GENERIC_HEADING - _STATED_AS_FIGURES if not _ORDINAL.fullmatch(t)}
+    sections = {t for t in sections - _GENERIC_HEADING - _STATED_AS_FIGURES - _MONTHS if not _ORDINAL.fullmatch(t)}
     # A capitalised word of the question is a name that matters when the passages know it (GitLab in
     # a tenant of several companies); one none of them uses ("MacBook", "BitTorrent") is usually an
     # instance of what a rule covers in general (a laptop, file sharing).
     known = _collection_names(passages)
     vocabulary = set().union(*(features.tokens(p.text) for p in passages))
-    named = {w.lower() for w in features.capitalised(question) if features.tokens(w) & vocabulary} | known
+    named = {w.lower() for w in features.capitalised(_asking(question)) if features.tokens(w) & vocabulary} | known
     # …and so is any word the tenant's documents write as a name ("at 37signals" when the passages
     # retrieved are another company's).
     named |= {word_key(w) for w in WORD.findall(question) if word_key(w) in names}
     situational = {m.group(1) for m in _SITUATION_YEAR.finditer(question)}
+    # The asker's circumstances, not what the rule is for: "spending the winter working from Portugal,
+    # how long can I be away …?", "if I get sick on a business trip, how much does the travel insurance
+    # cover?" (unless the word is asked about as well: "if I get sick, do sick days roll over?").
+    circumstances = [(m.group(1) or m.group(2)).lower() for m in _SITUATION_QUALIFIER.finditer(question)]
+    situational |= {w for w in circumstances
+                    if len(re.findall(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)) == 1}
+    # A name in a sentence that only tells the asker's plans ("… per year? want to do an AWS cert") is
+    # what they would spend it on, not whose rule they ask about; a name many of the tenant's documents
+    # use (a company's: "I work at GitLab. …") counts anywhere.
+    asked = {word_key(w) for w in re.findall(r"[\w'-]+", _asking(question))} | \
+        {word_key(w) for w in WORD.findall(question) if len(names.get(word_key(w), ())) >= WIDE_NAME_DOCS}
     out: dict[str, frozenset[str]] = _multiword_places(question)
     for word in re.findall(r"[\w'-]+", question):
         low = word_key(word)
@@ -548,7 +590,9 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
                 out[word] = frozenset(place)
             elif _YEAR.fullmatch(part) and part not in situational:
                 out[word] = frozenset({term})  # "1970s" and "1970" are one term
-            elif low in named or qualifier or term in QUALIFIERS or term in sections \
+            elif low in situational or term in _MONTHS:
+                continue  # the asker's circumstances; a month is when, not what, they ask about
+            elif (low in named and low in asked) or qualifier or term in QUALIFIERS or term in sections \
                     or EQUIVALENTS.get(term, set()) & sections:
                 out[word] = _with_equivalents({term})
     return out
@@ -607,7 +651,20 @@ def _names_in(text: str) -> tuple[frozenset[str], dict[str, tuple[int, int]]]:
 
 
 def _covered(terms: frozenset[str], have: set[str]) -> bool:
-    return bool(terms & have)
+    """Whether the passage holds one of the terms, or (for a long word that is no qualifier) a word of
+    the same root: "contributions" is covered by "contribute", "probation" by "probationary"."""
+    if terms & have:
+        return True
+    long = [t for t in terms if len(t) >= ROOT_MIN and t.isalpha() and t not in QUALIFIERS]
+    return any(_same_root(t, h) for t in long for h in have if len(h) >= ROOT_MIN and h[:ROOT_MIN] == t[:ROOT_MIN])
+
+
+ROOT_MIN = 7  # letters two words must share to be read as one root, and at most one more letter of the shorter
+
+
+def _same_root(a: str, b: str) -> bool:
+    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return shared >= ROOT_MIN and shared >= min(len(a), len(b)) - 1
 
 
 def _is_place(terms: AbstractSet[str]) -> bool:

@@ -20,6 +20,8 @@ FIGURE_NAMES: dict[Figure, str] = {"money": "an amount of money", "duration": "a
 _TIME_THING = (r"(?:(?:paid|unpaid|medical|sick|parental|maternity|paternity|annual|bereavement|vacation|"
                r"holiday|notice|leave)\s+)*(?:leave|time|time off|pto|notice|vacation|holidays?|days?|weeks?|"
                r"months?|years?|hours?)")
+# "how much of my medical leave is paid?" asks for a length of time, as "how much medical leave" does.
+_OF_THE = r"(?:of\s+(?:the\s+|my\s+|your\s+|our\s+)?)?"
 _MONEY_WORD = (r"(?:cost|costs|pay|pays|paid|payout|spend|reimburs\w*|worth|budget|allowance|stipend|expense|"
                r"claim|cover|covers|contribut\w*|match|matches|charge|fee|price|salary|bonus|per diem|"
                r"dollars?|euros?|pounds?|money|cash|fsa|hsa|401k|pension|insurance)")
@@ -27,7 +29,7 @@ _MONEY_WORD = (r"(?:cost|costs|pay|pays|paid|payout|spend|reimburs\w*|worth|budg
 # stipend / per diem …", "what's the maximum I can expense …"; not "how much notice", "the maximum
 # carry-over of vacation days", "the speed limit".
 _MONEY = re.compile(
-    rf"\bhow much\b(?!\s+{_TIME_THING}\b)(?=.*\b{_MONEY_WORD}\b)|"
+    rf"\bhow much\b(?!\s+{_OF_THE}{_TIME_THING}\b)(?=.*\b{_MONEY_WORD}\b)|"
     rf"\bhow much (?:is|are|was|will|would|does|do)\b(?!.*\b{_TIME_THING}\b)|"
     r"\bwhat(?:'s|’s|s| is| are)?\s+(?:the\s+|my\s+|our\s+)?(?:\w+\s+){0,3}?"
     r"(?:allowance|stipend|budget|per diem|reimbursement|price|fee|salary|payout|mileage rate|"
@@ -35,7 +37,7 @@ _MONEY = re.compile(
     re.IGNORECASE)
 _DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"
                        r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)|"
-                       rf"\bhow much\s+{_TIME_THING}\b", re.IGNORECASE)
+                       rf"\bhow much\s+{_OF_THE}{_TIME_THING}\b", re.IGNORECASE)
 
 _UNIT = r"(?:minutes?|hours?|hrs?|days?|nights?|weeks?|wks?|months?|years?|yrs?|quarters?|semesters?)"
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"

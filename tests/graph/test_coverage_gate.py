@@ -168,3 +168,58 @@ def test_a_section_word_that_policies_state_as_a_figure_need_not_be_in_the_quote
     # A section word that names a thing still counts ("events" heads a section; the gifts rule lacks it).
     gap = find_gap("can I send a customer a gift card for team events?", [gifts, spending], min_score=0.3)
     assert gap is not None and gap.missing == ("events",)
+
+
+def test_the_asker_s_circumstances_are_not_what_the_rule_is_for() -> None:
+    travel_cover = passage("Emergency medical treatment abroad is covered up to $250,000 per occurrence.",
+                           "Travel > Business travel insurance", doc="finance/travel")
+    question = "if I get sick on a work trip overseas, how much does the travel insurance pay for emergency medical?"
+    assert find_gap(question, [travel_cover], min_score=0.3) is None
+    remote = passage("You may work from another country for up to 183 days a year before it counts as a relocation.",
+                     "Remote Work > Working abroad", doc="hr/remote")
+    assert find_gap("thinking of spending the winter in Lisbon. how long can I work abroad before it is a relocation?",
+                    [remote], min_score=0.3) is None
+    # The same words, when the rule is asked for, still count.
+    gap = find_gap("if I get sick, do unused sick days carry over?", [WORKING_TIME], min_score=0.3)
+    assert gap is not None and "sick" in gap.missing
+    gap = find_gap("Are the office hours different in winter?", [WORKING_TIME], min_score=0.3)
+    assert gap is not None and gap.missing == ("winter",)
+
+
+def test_a_month_is_when_not_what() -> None:
+    approval = passage("Time off of more than 10 business days needs your manager's approval in the HR system.",
+                       "Time Off > Approval", doc="hr/time-off")
+    december = replace(passage("Offices close from Dec 24 to Jan 1.", "Holidays > Dec closure", doc="hr/holidays"),
+                       score=0.1)
+    assert find_gap("taking 3 wks off over dec, do I need approval beyond telling my manager?", [approval, december],
+                    min_score=0.3) is None
+
+
+def test_a_name_in_a_sentence_that_does_not_ask_is_not_looked_for() -> None:
+    fund = passage("Staff can be reimbursed up to $5,000 a year for approved courses and certifications.",
+                   "Learning > Training budget", doc="hr/learning")
+    cloud = replace(passage("Cloud certifications such as AWS and Azure count as approved courses.",
+                            "Learning > Approved courses", doc="hr/learning-list"), score=0.1)
+    assert find_gap("how much training money can I claim a year? want to do an AWS cert", [fund, cloud],
+                    min_score=0.3) is None
+    gap = find_gap("can I claim an AWS certification from the training money?", [fund, cloud], min_score=0.3)
+    assert gap is not None and gap.missing == ("AWS",)
+
+
+def test_a_word_of_the_same_root_covers_a_term_but_not_a_qualifier() -> None:
+    pension = passage("The company will match what you contribute, up to 6% of your salary.",
+                      "Benefits > Retirement Plan", doc="hr/benefits")
+    other = replace(passage("Contributions are paid monthly.", "Pension > Contributions", doc="hr/pension-uk"),
+                    score=0.1)
+    assert find_gap("does the company match retirement contributions?", [pension, other], min_score=0.3) is None
+    contracts = passage("Every contract is reviewed by Legal before signature.", "Legal > Contract review",
+                        doc="legal/contracts")
+    gap = find_gap("do contractors need legal review?", [contracts], min_score=0.3)
+    assert gap is not None and gap.missing == ("contractors",)
+
+
+def test_a_share_of_a_bill_is_read_as_the_bill_s_thing() -> None:
+    internet = passage("Monthly internet service charges are reimbursable for staff who work from home.",
+                       "Expenses > Home office", doc="finance/expenses")
+    gap = find_gap("can I expense part of my electricity/heating bill?", [internet], min_score=0.3)
+    assert gap is not None and gap.missing == ("electricity or heating bill",)

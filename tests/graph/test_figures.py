@@ -50,3 +50,9 @@ def test_the_figure_a_question_asks_for(question: str, figure: str | None) -> No
 ])
 def test_a_sentence_states_a_figure_of_the_kind(sentence: str, money: bool, duration: bool) -> None:
     assert (states_figure("money", sentence), states_figure("duration", sentence)) == (money, duration)
+
+
+def test_how_much_of_a_leave_asks_for_a_length_of_time() -> None:
+    assert asked_figure("out for surgery ~6 wks. how much of my medical leave is paid?") == "duration"
+    assert asked_figure("how much of the parental leave is paid at full salary?") == "duration"
+    assert asked_figure("how much does the company pay for my phone?") == "money"
