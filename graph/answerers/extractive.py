@@ -11,7 +11,9 @@ first sentence under an FAQ's question is read with it, and a short one is shown
 Sourcegraph match my 401k? Not at this time."). The best
 sentence is kept with the neighbours that give it its scope (its exception, the population or the
 place it applies to, the local amount, the exclusion after a general rule: "… USD 250." + "During
-trade-show weeks …"); other sentences close to the best one fill up to 3; an old value never does.
+trade-show weeks …"), and, where the question states its case ("let go after ~8 months"), the
+sentence of the best one's passage whose threshold holds it ("… less than 1 year, … 4 weeks pay");
+other sentences close to the best one fill up to 3; an old value never does.
 A question about one place is answered from the passages about it: a passage whose title or
 section names only other places is set aside when another one names the place asked about.
 
@@ -577,6 +579,15 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named,
                         kind, asked, question=question):
             picks.append(found)
+    span = features.asked_span(question)
+    if span is not None and features.span_fit(span, best.scored_text) <= 0 and len(picks) < max_sentences:
+        # The question states its case ("let go after ~8 months"), the best sentence is no threshold that
+        # holds it ("… you may be eligible for a severance package"): the one of its passage that does
+        # comes with it ("… less than 1 year, … 4 weeks pay").
+        holding = next((sentences[i] for i in order[1:] if sentences[i].passage == best.passage
+                        and np.isfinite(scores[i]) and features.span_fit(span, sentences[i].scored_text) > 0), None)
+        if holding is not None and not said(holding) and not features.is_history(holding.text):
+            picks.append(holding)
     if features.kind_score(kind, best.text, question=question) < 0 and len(picks) < max_sentences:
         # The best sentence restates what was asked without the kind of answer asked for ("… send
         # simulated phishing emails to team members" for "how often"): the best one of that kind,

@@ -471,8 +471,9 @@ _SPAN_UNIT = {"hour": 1 / 24, "day": 1.0, "night": 1.0, "business day": 1.4, "wo
               "month": 30.0, "year": 365.0}
 _SPAN_NUMBER = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _SPAN_UNITS = r"(hour|day|night|business day|working day|week|month|year)s?"
+_ABOUT = r"(?:~\s*|about\s+|around\s+|roughly\s+|approximately\s+|approx\.?\s+|nearly\s+|almost\s+)?"
 _ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than)|after|for|within|of)\s+"
-                         rf"{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b|"
+                         rf"{_ABOUT}{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b|"
                          rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(?:after|into|later)\b", re.IGNORECASE)
 _SPAN_BOUND = re.compile(rf"\b(less than|under|fewer than|up to|at most|no more than|more than|over|longer than|"
                          rf"exceeds?|exceeding|at least)\s+{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|"

@@ -218,6 +218,20 @@ async def test_in_a_passage_of_tiers_the_tier_that_holds_the_asker_s_case_is_quo
     assert "4 weeks pay" in answer, answer
 
 
+async def test_a_roughly_stated_case_brings_the_tier_that_holds_it_beside_the_general_rule(embedder: Embedder) -> None:
+    text = ("Severance Packages\nIf your employment with Acme42 is terminated, you may be eligible for a severance "
+            "package. We'll also keep you on the payroll until the end of the month. In most cases, if you've been "
+            "with the company for less than 1 year, you'll be offered a lump sum equivalent to 4 weeks pay. If "
+            "you've been with the company for over 1 year, you'll be offered an additional 2 weeks pay for every "
+            "year of employment.")
+    passage = _passage("hr/severance", "Severance Packages", text, score=0.5)
+    request = AnswerRequest(question="if acme42 lets me go after ~8 months, what severance would i get?",
+                            language="en", passages=[passage], min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "4 weeks pay" in answer, answer
+    assert "additional 2 weeks" not in answer, answer
+
+
 async def test_the_answer_reuses_the_scoring_of_the_closest_sentence(embedder: Embedder) -> None:
     """The tools node's closest sentence (a chatty or cross-language question's conflict check) and the
     answer score the same sentences once."""
