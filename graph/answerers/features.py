@@ -150,6 +150,12 @@ _QUANTITY = re.compile(
 _HOW_OFTEN = re.compile(r"\bhow often\b|\bhow frequently\b|\bhow many times\b|"
                         rf"{_AR}كم (?:من )?(?:مره|المرات)\b|{_AR}كل كم\b|{_AR}ما (?:مدي |عدد )?(?:تكرار|مرات)\b|"
                         r"باي (?:تكرار|وتيره)\b", re.IGNORECASE)
+# "How far ahead do I book flights?", "how much notice …", "how many days in advance …": how long before
+# something must be done, which a sentence states with its figure and "in advance", "before", "notice".
+_HOW_FAR_AHEAD = re.compile(r"\bhow (?:far|long|much time|many (?:\w+ )?(?:days|weeks|months)|early|soon) "
+                            r"(?:ahead|in advance|beforehand|before(?:hand)? (?:i|we|you)|prior)\b|"
+                            r"\bhow far out\b|\bhow much (?:advance )?notice\b", re.IGNORECASE)
+_AHEAD = re.compile(r"\b(?:in advance|ahead|before|prior|beforehand|notice|lead time)\b", re.IGNORECASE)
 _FREQUENCY = re.compile(r"\b(?:every|each|per|a|an)\s+(?:\w+\s)?(?:day|week|month|quarter|year|fiscal|calendar|"
                         r"business|working)|\b(?:daily|weekly|fortnightly|monthly|quarterly|annually|yearly|"
                         r"biannually|once|twice)\b|(?:\d+\s*|\b(?:two|three|four|five|six|ten|several|many)\s+)"
@@ -355,13 +361,16 @@ def names(question: str) -> set[str]:
 
 
 def answer_kind(question: str) -> str | None:
-    """What kind of sentence answers the question: quantity, frequency, when, who, rule, or None."""
+    """What kind of sentence answers the question: quantity, frequency, lead time, when, who, rule, or
+    None."""
     if not question.isascii():
         question = _ARABIC_DIACRITICS.sub("", question).translate(_ARABIC_FORMS)
     if _WHO.search(question):
         return "who"
     if _HOW_OFTEN.search(question):
         return "frequency"
+    if _HOW_FAR_AHEAD.search(question):
+        return "lead time"
     if _QUANTITY.search(question):
         return "quantity"
     if _WHEN.search(question):
@@ -380,6 +389,10 @@ def kind_score(kind: str | None, sentence: str, *, question: str = "") -> float:
     if kind == "quantity":  # a date says when, not how much ("effective July 27, 2023")
         counted = _DATE_FIGURE.sub(" ", sentence)
         return TYPE_BONUS if _DIGIT.search(counted) or _NUMBER_WORD.search(counted) else -TYPE_PENALTY
+    if kind == "lead time":  # "at least 21 days in advance", "two weeks' notice"; not "flights over 8 hours"
+        counted = _DATE_FIGURE.sub(" ", sentence)
+        return TYPE_BONUS if _AHEAD.search(sentence) and (_DIGIT.search(counted) or _NUMBER_WORD.search(counted)) \
+            else -TYPE_PENALTY
     if kind == "frequency":  # "each fiscal quarter", "twice a year", "every 90 days"
         return TYPE_BONUS if _FREQUENCY.search(sentence) else -TYPE_PENALTY
     if kind == "when":  # a date, a time or a period: digits or named days; "within", "before" say less;

@@ -36,6 +36,7 @@ _MONEY = re.compile(
     rf"(?:max(?:imum)?|limit|cap)\b(?=.*\b{_MONEY_WORD}\b)(?!.*\b{_TIME_THING}\b))\b",
     re.IGNORECASE)
 _DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"
+                       r"\bhow far (?:ahead|in advance|out)\b|"
                        r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)|"
                        rf"\bhow much\s+{_OF_THE}{_TIME_THING}\b", re.IGNORECASE)
 

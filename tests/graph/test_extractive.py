@@ -232,6 +232,18 @@ async def test_a_roughly_stated_case_brings_the_tier_that_holds_it_beside_the_ge
     assert "additional 2 weeks" not in answer, answer
 
 
+async def test_how_far_ahead_is_answered_by_the_lead_time_not_a_rule_about_the_same_flights(
+        embedder: Embedder) -> None:
+    text = ("Flights\nInternational flights exceeding 8 hours of consecutive flight time may be booked in business "
+            "class when travelling for a customer meeting. Travellers will ideally book: International: at least 21 "
+            "days in advance. Domestic: at least 14 days in advance.")
+    passage = _passage("finance/travel", "Flights", text, score=0.6)
+    request = AnswerRequest(question="how far ahead are we supposed to book international flights for work trips?",
+                            language="en", passages=[passage], min_score=0.3, messages=[])
+    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "21 days in advance" in answer.split("\n")[0], answer
+
+
 async def test_the_answer_reuses_the_scoring_of_the_closest_sentence(embedder: Embedder) -> None:
     """The tools node's closest sentence (a chatty or cross-language question's conflict check) and the
     answer score the same sentences once."""

@@ -56,3 +56,8 @@ def test_how_much_of_a_leave_asks_for_a_length_of_time() -> None:
     assert asked_figure("out for surgery ~6 wks. how much of my medical leave is paid?") == "duration"
     assert asked_figure("how much of the parental leave is paid at full salary?") == "duration"
     assert asked_figure("how much does the company pay for my phone?") == "money"
+
+
+def test_how_far_ahead_asks_for_a_length_of_time() -> None:
+    assert asked_figure("how far ahead do I have to book an international flight?") == "duration"
+    assert asked_figure("how far is the office from the station?") is None
