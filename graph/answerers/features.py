@@ -481,13 +481,13 @@ def range_fit(amount: float | None, sentence: str) -> float:
 # "for 6 months", "a 12-hour flight") and the thresholds and tiers a sentence states ("over 1 year",
 # "for less than 1 year", "more than 10 business days", "6 hours or more"), in days.
 _SPAN_UNIT = {"hour": 1 / 24, "day": 1.0, "night": 1.0, "business day": 1.4, "working day": 1.4, "week": 7.0,
-              "month": 30.0, "year": 365.0}
+              "month": 30.0, "year": 365.0, "hr": 1 / 24, "wk": 7.0, "mo": 30.0, "mth": 30.0, "yr": 365.0}
 _SPAN_NUMBER = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_SPAN_UNITS = r"(hour|day|night|business day|working day|week|month|year)s?"
+_SPAN_UNITS = r"(hour|hr|day|night|business day|working day|week|wk|month|mth|mo|year|yr)s?"  # as staff write them too
 _ABOUT = r"(?:~\s*|about\s+|around\s+|roughly\s+|approximately\s+|approx\.?\s+|nearly\s+|almost\s+)?"
 _ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than)|after|for|within|of)\s+"
                          rf"{_ABOUT}{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b|"
-                         rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(?:after|into|later)\b", re.IGNORECASE)
+                         rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(?:after|into|later|off|away)\b", re.IGNORECASE)
 _SPAN_BOUND = re.compile(rf"\b(less than|under|fewer than|up to|at most|no more than|more than|over|longer than|"
                          rf"exceeds?|exceeding|at least)\s+{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|"
                          rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(or more|or longer|or less|or fewer)\b", re.IGNORECASE)
@@ -512,7 +512,7 @@ def asked_span(question: str) -> Span | None:
         days = _span_days(number, unit)
         if comparison:
             days *= 0.99 if comparison.lower() in ("less than", "under", "fewer than") else 1.01
-        found.add((days, unit.lower() == "hour"))
+        found.add((days, unit.lower() in ("hour", "hr")))
     return next(iter(found)) if len(found) == 1 else None
 
 
@@ -547,7 +547,7 @@ def _span_holds(span: Span | None, sentence: str) -> bool | None:
     holds: bool | None = None
     for m in _SPAN_BOUND.finditer(sentence):
         word, number, unit = (m[1], m[2], m[3]) if m[2] else (m[6], m[4], m[5])
-        if (unit.lower() == "hour") != in_hours:
+        if (unit.lower() in ("hour", "hr")) != in_hours:
             continue
         days = _span_days(number, unit)
         if (asked <= days) if word.lower() in _BELOW else (asked >= days):

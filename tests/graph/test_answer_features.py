@@ -165,6 +165,10 @@ def test_a_question_s_span_of_time_prefers_the_threshold_that_holds_it() -> None
     assert features.span_fit(short, "Flights of 6 hours or more may be booked in premium economy.") == 0
     assert features.span_fit(features.asked_span("premium economy on a 12-hour flight?"),
                              "Flights of 6 hours or more may be booked in premium economy.") > 0
+    # As staff write it: "3 wks off", "after ~8 months", "a 12-hr flight".
+    assert features.asked_span("taking 3 wks off over dec, do i need approval beyond my manager?") == (21.0, False)
+    assert features.asked_span("if they let me go after ~8 months, what severance?") == (240.0, False)
+    assert features.asked_span("premium economy on a 12-hr flight?") == (0.5, True)
     # A span counted from an event: "about 8 months after I joined" is 240 days.
     joined = features.asked_span("If my contract is terminated about 8 months after I joined, what severance?")
     assert joined == (240.0, False)
