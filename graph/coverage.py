@@ -20,7 +20,8 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   another question. (Other numbers in a question are usually the asker's situation — "an 18
   dollar taxi", "a 12-hour flight" — and are not looked for.)
 - unknown names: a capitalised word (not a place) that no document of the tenant uses, nor a word
-  a typing error away from one ("the Czerniakow river"): no passage can hold it;
+  a typing error away from one ("the Czerniakow river"), or an employer so named in any case
+  ("shopify employees", "people at shopify"): no passage can hold it;
 - the item of a "will you pay for …?" question, by its head word ("hearing *aids*", "a *book*"; for
   a membership or subscription, what it is for: "a membership at a co-working *space*", "a *gym*
   membership"): evidence that never mentions it says what is paid for, not whether this is;
@@ -478,13 +479,20 @@ def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozense
     if not words:
         return {}
     out: dict[str, frozenset[str]] = {}
-    for word in features.capitalised(_asking(question)):
+    asking = _asking(question)
+    for word in [*features.capitalised(asking), *(m.group(1) or m.group(2) for m in _WHOSE_STAFF.finditer(asking))]:
         parts = [word_key(p) for p in re.findall(r"\w+", word)]
         if features.places(word, widen=True) or not features.tokens(word) \
                 or any(p in words or near_miss(p, words) or _begins_a_word(p, words) for p in parts):
             continue
         out[word] = frozenset(features.tokens(word))
     return out
+
+
+# Whose staff the question asks about, however it is spelt ("shopify employees", "people at shopify"): an
+# employer the tenant's documents never name is one they say nothing about.
+_WHOSE_STAFF = re.compile(r"\b([a-z][\w&-]+)\s+(?:employees|staff|staffers|team members|teammates|workers|"
+                          r"engineers)\b|\b(?:employees|staff|people|work|working|workers)\s+at\s+([a-z][\w&-]+)\b")
 
 
 def _asking(question: str) -> str:

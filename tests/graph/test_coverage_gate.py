@@ -223,3 +223,16 @@ def test_a_share_of_a_bill_is_read_as_the_bill_s_thing() -> None:
                        "Expenses > Home office", doc="finance/expenses")
     gap = find_gap("can I expense part of my electricity/heating bill?", [internet], min_score=0.3)
     assert gap is not None and gap.missing == ("electricity or heating bill",)
+
+
+def test_an_employer_the_tenant_never_names_is_missing_however_it_is_spelt() -> None:
+    vacation = passage("Staff take 25 vacation days a year.", "Time off > Vacation", doc="hr/time-off")
+    words = frozenset({"staff", "take", "vacation", "days", "day", "year", "time", "off", "how", "many", "do", "get",
+                       "new", "our", "remote", "employees", "at", "the", "people"})
+    gap = find_gap("how many vacation days do shopify employees get", [vacation], min_score=0.3, words=words)
+    assert gap is not None and gap.missing == ("shopify",)
+    gap = find_gap("how many vacation days do people at shopify get?", [vacation], min_score=0.3, words=words)
+    assert gap is not None and gap.missing == ("shopify",)
+    # Staff the tenant's documents speak of are no employer.
+    assert find_gap("how many vacation days do new employees get?", [vacation], min_score=0.3, words=words) is None
+    assert find_gap("how many vacation days do remote staff get?", [vacation], min_score=0.3, words=words) is None
