@@ -32,10 +32,12 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   people or times; and what a policy is asked about, every word of it ("the policy on *smoking or
   vaping* *breaks*").
 
-Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does the travel
+Staff words count too: a dog or a cat is a pet; a passage for everyone "outside the US" covers any
+other country. Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does the travel
 insurance cover?", "spending the *winter* abroad, how long can I …?"), a month ("3 wks off over
-*dec*"), and a name in a sentence that only tells the asker's plans ("… per year? want to do an *AWS*
-cert"), unless many of the tenant's documents use it (a company's name). A long word is covered by
+*dec*", "joined in *2022*"), "part-time" of a course ("a part-time masters course"), and a name in a
+sentence that only tells the asker's plans ("… per year? want to do an *AWS* cert"), unless most
+documents of a folder use it (a company's name: graph/tenant_names.py `wide`). A long word is covered by
 one of the same root ("contributions" by "contribute"), except a qualifier ("contractors" is not
 "contract").
 
@@ -90,6 +92,7 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
+        "dog": "pet", "cat": "pet", "puppy": "pet dog", "kitten": "pet cat",
         # Whose cover or benefit it is: a policy names them as family or dependants.
         "spouse": "partner husband wife family dependent dependant household",
         "partner": "spouse husband wife family dependent dependant household",
@@ -120,12 +123,13 @@ def _with_equivalents(terms: AbstractSet[str]) -> frozenset[str]:
 # A passage with one of these covers any place or population the question names…
 _EVERY_OTHER = r"any other|all other|every other|elsewhere|other cities|other countries"
 _CATCH_ALL = re.compile(rf"\b(?:{_EVERY_OTHER}|all (?:staff|employees|offices|countries|locations)|everyone|"
-                        r"every employee)\b", re.IGNORECASE)
+                        r"every employee|outside (?:of )?the (?:us|u\.s\.|united states|uk|united kingdom))\b",
+                        re.IGNORECASE)
 # …but only these cover a site ("the London office"): a rule for everyone says nothing of how it works.
 _ANY_SITE = re.compile(rf"\b(?:{_EVERY_OTHER}|all (?:offices|countries|locations|sites))\b", re.IGNORECASE)
 # "I joined in 2022": the asker's situation, not the year a rule is asked for.
-_SITUATION_YEAR = re.compile(r"\b(?:I|I've|I'm|we|my)\b[^.?!,;]{0,30}?\b(?:in|since|from)\s+((?:19|20)\d\d)\b",
-                             re.IGNORECASE)
+_SITUATION_YEAR = re.compile(r"(?:\b(?:I|I've|I'm|we|my)\b[^.?!,;]{0,30}?|\b(?:joined|started|hired|began)\s+)"
+                             r"\b(?:in|since|from)\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d(?:s|'s|’s)?|(?:1[5-9]|20)\d0s")
 _SITUATION_QUALIFIER = re.compile(
     r"\bspen(?:d|ds|ding|t)\s+(?:the|this|next|my|our)\s+(winter|summer|autumn)\b|"
@@ -142,9 +146,6 @@ _GENERIC_HEADING = frozenset(features.stem(w) for w in (
     "go going come see look want like does done long often soon much many far".split()))
 
 
-# Documents a tenant name must be used by to count outside the sentences that ask (see `_distinguishing`):
-# a company's name is used by most of its pages (the handbooks: 24–143), a product's by a few (AWS: 4).
-WIDE_NAME_DOCS = 10
 # The passages an answer would quote from: the best one and those nearly as good.
 QUOTED_MARGIN = 0.10
 
@@ -155,11 +156,14 @@ class Gap:
 
 
 def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
-             names: Names | None = None, words: AbstractSet[str] = frozenset()) -> Gap | None:
+             names: Names | None = None, words: AbstractSet[str] = frozenset(),
+             wide: AbstractSet[str] = frozenset()) -> Gap | None:
     """The distinguishing terms no single passage at or above the floor holds, or None. `names`:
     the tenant's names and the documents that use each (graph/tenant_names.py); a passage covers
     one of them when its document uses it. `words`: every word the tenant's documents use; a
-    capitalised word of the question none of them uses, even misspelt, is one no passage holds."""
+    capitalised word of the question none of them uses, even misspelt, is one no passage holds.
+    `wide`: the names most documents of a folder use (a company's), which count wherever the
+    question writes them, not only in the sentences that ask."""
     top = max((p.score for p in passages), default=0.0)
     fit = [p for p in passages if p.score >= max(min_score, top - QUOTED_MARGIN)]
     if not fit:
@@ -170,7 +174,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
         if all(p.lang == "en" for p in fit):
             wanted |= _qualifiers_read_in_english(question) | features.arabic_places(question)
     else:
-        wanted = (_distinguishing(question, passages, names) | _unknown_names(question, words)
+        wanted = (_distinguishing(question, passages, names, wide) | _unknown_names(question, words)
                   | _asked_item(question) | _amount_of(question) | _thing_asked_about(question) | _counted(question)
                   | _policy_about(question))
     if not wanted:
@@ -221,12 +225,17 @@ def _sited_places(question: str) -> frozenset[str]:
     return frozenset(t for t in (*english, *arabic) if t.startswith("city:"))
 
 
-def named_passages(question: str, passages: Sequence[Passage], names: Names) -> list[Passage]:
-    """The passages whose documents use every tenant name the question writes ("… at Sourcegraph"):
+def named_passages(question: str, passages: Sequence[Passage], names: Names,
+                   wide: AbstractSet[str] = frozenset()) -> list[Passage]:
+    """The passages whose documents use every tenant name the question asks with ("… at Sourcegraph"):
     what an answer may quote once the gate has passed. Another company's page is not evidence for
-    a question about this one, however close its wording. Without such a name, or when no passage's
-    document uses them all, the passages as they are."""
-    asked = {word_key(w) for w in WORD.findall(question) if word_key(w) in names}
+    a question about this one, however close its wording. The names are those the gate looks for:
+    in the sentences that ask, or anywhere for a company's (`wide`, graph/tenant_names.py); "got a
+    quote from an apple authorized shop. what's the repair cutoff?" keeps the laptop-repair page that
+    never says Apple. Without such a name, or when no passage's document uses them all, the passages
+    as they are."""
+    asked = {word_key(w) for w in WORD.findall(question) if word_key(w) in names
+             and (word_key(w) in wide or word_key(w) in _asked_words(question))}
     if not asked:
         return list(passages)
     kept = [p for p in passages if all(p.doc_id in names[w] or features.tokens(w) <= features.tokens(_passage_text(p))
@@ -449,6 +458,10 @@ _GENERIC_THING = frozenset(features.stem(w) for w in (
 # Section words that policies state as a figure rather than by name ("Gift limits" over "under $50 USD").
 _STATED_AS_FIGURES = frozenset(features.stem(w) for w in "deadline limit limits cap minimum maximum max".split())
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)?")
+# "Part-time" and "full-time" say whose hours a rule is for, except of a course of study.
+_WHOSE_HOURS = frozenset({"part-time", "parttime", "full-time", "fulltime"})
+_OF_STUDY = re.compile(r"\s+(?:\w+\s+){0,2}?(?:course|courses|degree|degrees|masters|master's|mba|phd|program|"
+                       r"programme|study|studies|class|classes)\b", re.IGNORECASE)
 # A month in a question is when the asker plans something ("3 wks off over dec"), not a section asked about.
 _MONTHS = frozenset(features.stem(w) for w in (
     "jan january feb february mar march apr april jun june jul july aug august sep sept september oct october "
@@ -493,6 +506,10 @@ def _unknown_names(question: str, words: AbstractSet[str]) -> dict[str, frozense
 # employer the tenant's documents never name is one they say nothing about.
 _WHOSE_STAFF = re.compile(r"\b([a-z][\w&-]+)\s+(?:employees|staff|staffers|team members|teammates|workers|"
                           r"engineers)\b|\b(?:employees|staff|people|work|working|workers)\s+at\s+([a-z][\w&-]+)\b")
+
+
+def _asked_words(question: str) -> frozenset[str]:
+    return frozenset(word_key(w) for w in WORD.findall(_asking(question)))
 
 
 def _asking(question: str) -> str:
@@ -546,7 +563,8 @@ def _qualifiers_read_in_english(question: str) -> dict[str, frozenset[str]]:
     return out
 
 
-def _distinguishing(question: str, passages: Sequence[Passage], names: Names) -> dict[str, frozenset[str]]:
+def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
+                    wide: AbstractSet[str] = frozenset()) -> dict[str, frozenset[str]]:
     """Question word → the terms any of which covers it, for the words that make the question
     different (a city is covered by its own name or its country's)."""
     sections = set()
@@ -577,14 +595,15 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names) ->
     situational |= {w for w in circumstances
                     if len(re.findall(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)) == 1}
     # A name in a sentence that only tells the asker's plans ("… per year? want to do an AWS cert") is
-    # what they would spend it on, not whose rule they ask about; a name many of the tenant's documents
-    # use (a company's: "I work at GitLab. …") counts anywhere.
-    asked = {word_key(w) for w in re.findall(r"[\w'-]+", _asking(question))} | \
-        {word_key(w) for w in WORD.findall(question) if len(names.get(word_key(w), ())) >= WIDE_NAME_DOCS}
+    # what they would spend it on, not whose rule they ask about; a name most documents of a folder use
+    # (a company's: "I work at GitLab. …") counts anywhere.
+    asked = _asked_words(question) | {word_key(w) for w in WORD.findall(question) if word_key(w) in wide}
     out: dict[str, frozenset[str]] = _multiword_places(question)
     for word in re.findall(r"[\w'-]+", question):
         low = word_key(word)
         qualifier = features.stem(low) in QUALIFIERS  # "part-time", "in-laws": one word
+        if qualifier and low in _WHOSE_HOURS and _OF_STUDY.match(question[question.lower().find(low) + len(low):]):
+            continue  # "a part-time masters course": the course's hours, not the asker's
         for part in low.replace("-", " ").split() if "-" in low and not qualifier else [low]:
             terms = features.tokens(part)
             if not terms:

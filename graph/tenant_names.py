@@ -9,7 +9,9 @@ lower-case ones in addresses and handles, "sourcegraph.com", "@sourcegraph", are
 in a brand spelling (GitLab, HubSpot, 37signals). For each name we keep the documents whose text,
 title or id contains it: a GitLab page that never says "GitLab" in the passage quoted still
 belongs to GitLab's handbook when its id or another of its passages does. A name that more than half
-of a folder's documents use (a company's own name, over its handbook's folder) is every one of them's.
+of a folder's documents use (a company's own name, over its handbook's folder) is every one of them's,
+and *wide*: the gate looks for it wherever a question writes it ("I work at GitLab. …"), where a
+tool's or a vendor's name counts only in the sentences that ask (graph/coverage.py).
 
 *Organisations*: in a tenant that holds several companies' handbooks, one folder each and named after
 it, the folder's name is its organisation when the documents write it as a name and few other
@@ -81,6 +83,8 @@ class Lexicon:
     words: frozenset[str]  # every word (as `word_key` reads it) the tenant's documents use
     # doc id → the organisation it belongs to, as written ("GitLab"); empty unless there are two or more
     organisations: Mapping[str, str] = field(default_factory=dict)
+    # names most documents of a folder use (a company's own: "GitLab", "37signals"), not a tool's ("Okta")
+    wide: frozenset[str] = frozenset()
 
 
 EMPTY = Lexicon(names={}, words=frozenset())
@@ -129,8 +133,12 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
     for doc_id in used:
         folders[doc_id.split("/", 1)[0] if "/" in doc_id else ""].add(doc_id)
     organisations = _organisations(folders, docs, len(used))
-    for ids in docs.values():
-        ids.update(*(members for members in folders.values() if len(ids & members) * 2 > len(members)))
+    wide = set()
+    for name, ids in docs.items():
+        most = [members for members in folders.values() if len(ids & members) * 2 > len(members)]
+        if most:
+            ids.update(*most)
+            wide.add(name)
     spelling: dict[str, tuple[int, str]] = {}
     for form, n in forms.items():
         key = word_key(form)
@@ -140,7 +148,8 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
     return Lexicon(names={w: frozenset(ids) for w, ids in docs.items()},
                    words=frozenset().union(*used.values()),
                    organisations={doc_id: spelling.get(key, (0, key))[1] for folder, key in organisations.items()
-                                  for doc_id in folders[folder]})
+                                  for doc_id in folders[folder]},
+                   wide=frozenset(wide))
 
 
 # Where every word is written with a capital: the start of a sentence, a line, a list item or a table cell.

@@ -417,6 +417,40 @@ def test_a_name_most_of_a_folder_s_documents_use_is_every_one_of_them_s() -> Non
     assert gap is not None and gap.missing == ("Globex",)
 
 
+
+def test_only_a_company_s_name_counts_in_a_sentence_that_does_not_ask() -> None:
+    lexicon = build_lexicon([
+        ("acme/travel", "Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice."]),
+        ("acme/leave", "Leave", ["At Acme, leave is booked in the HR tool. Acme approves it in a day."]),
+        ("acme/meetups", "Meetups", ["Company meetups last one week, twice a year."]),
+        ("globex/security", "Security", ["At Globex, passwords have 15 characters. Globex rotates keys."]),
+        ("globex/travel", "Travel", ["Globex staff book trains through Navan."]),
+    ])
+    assert lexicon.wide == {"acme", "globex"}  # Navan: a tool half of each folder's pages name
+    meetups = passage("Company meetups last one week, twice a year.", heading="Meetups", title="Meetups",
+                      doc="acme/meetups")
+    # A tool named while telling the situation is not looked for; a company is.
+    assert find_gap("booked it all in Navan already. how long do the meetups last?", [meetups], min_score=0.3,
+                    names=lexicon.names, wide=lexicon.wide) is None
+    gap = find_gap("I work at Globex. how long do the meetups last?", [meetups], min_score=0.3, names=lexicon.names,
+                   wide=lexicon.wide)
+    assert gap is not None and gap.missing == ("Globex",)
+
+
+def test_a_vendor_named_while_telling_the_situation_does_not_narrow_the_evidence() -> None:
+    repairs = passage("If a repair quote is over $1,000 USD the laptop is replaced instead.", heading="IT > Repairs",
+                      title="Laptop Repairs", doc="acme/it-repairs", score=0.45)
+    vendors = passage("Apple devices are bought through the reseller.", heading="IT > Vendors", title="Vendors",
+                      doc="acme/it-vendors", score=0.2)
+    names = {"apple": frozenset({"acme/it-vendors"}), "acme": frozenset({"acme/it-repairs", "acme/it-vendors"})}
+    question = "got a quote from an apple authorized shop. what's the cutoff where IT replaces it instead?"
+    assert named_passages(question, [repairs, vendors], names, frozenset({"acme"})) == [repairs, vendors]
+    # Asked with, the vendor's name narrows them; a company's narrows them wherever it is written.
+    assert named_passages("what's the repair cutoff for apple laptops?", [repairs, vendors], names) == [vendors]
+    assert named_passages("I'm at acme. what's the repair cutoff?", [repairs, vendors],
+                          {**names, "acme": frozenset({"acme/it-repairs"})}, frozenset({"acme"})) == [repairs]
+
+
 def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_documents() -> None:
     acme = passage("Passwords have at least 12 characters.", heading="Access > Passwords", title="Access Standard",
                    doc="acme/access", score=0.62)

@@ -236,3 +236,39 @@ def test_an_employer_the_tenant_never_names_is_missing_however_it_is_spelt() -> 
     # Staff the tenant's documents speak of are no employer.
     assert find_gap("how many vacation days do new employees get?", [vacation], min_score=0.3, words=words) is None
     assert find_gap("how many vacation days do remote staff get?", [vacation], min_score=0.3, words=words) is None
+
+
+def test_a_dog_or_a_cat_is_a_pet() -> None:
+    pets = passage("Bereavement leave of 3 days also applies to the loss of pets.", "Time Off > Bereavement",
+                   doc="hr/time-off")
+    assert find_gap("my dog died last night. can I take bereavement leave for that?", [pets], min_score=0.3) is None
+    family = passage("Bereavement leave of 3 days applies to the loss of a family member.", "Time Off > Bereavement",
+                     doc="hr/time-off")
+    gap = find_gap("my dog died last night. can I take bereavement leave for that?", [family], min_score=0.3)
+    assert gap is not None and gap.missing == ("dog",)
+
+
+def test_a_part_time_course_is_no_part_time_employee() -> None:
+    fund = passage("If you leave within twelve months of a reimbursement you must pay it back.",
+                   "Learning > Payback", doc="hr/learning")
+    assert find_gap("want to use the learning fund for a part-time masters course - would I pay it back if I leave?",
+                    [fund], min_score=0.3) is None
+    gap = find_gap("do part-time employees get the learning fund?", [fund], min_score=0.3)
+    assert gap is not None and gap.missing == ("part-time",)
+
+
+def test_the_year_someone_joined_is_their_situation() -> None:
+    options = passage("Teammates who joined after May 2021 have ten (10) years to exercise vested options.",
+                      "Equity > Exercise window", doc="hr/equity")
+    assert find_gap("leaving next month, joined in 2022. how long do I have to exercise my options?", [options],
+                    min_score=0.3) is None
+    gap = find_gap("what was the exercise window for options granted in 2019?", [options], min_score=0.3)
+    assert gap is not None and gap.missing == ("2019",)
+
+
+def test_outside_the_us_covers_any_other_country() -> None:
+    retirement = passage("Our retirement plan for US employees matches up to 6%. If you're outside the US, we match "
+                         "what you contribute to a local plan up to the same share.", "Benefits > Retirement",
+                         doc="hr/benefits")
+    assert find_gap("I'm in canada, not on the US payroll. do I get a retirement match?", [retirement],
+                    min_score=0.3) is None
