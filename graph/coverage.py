@@ -93,6 +93,7 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
         "dog": "pet", "cat": "pet", "puppy": "pet dog", "kitten": "pet cat",
+        "retain": "retention retained kept keep stored", "retention": "retain retained kept keep stored",
         # Whose cover or benefit it is: a policy names them as family or dependants.
         "spouse": "partner husband wife family dependent dependant household",
         "partner": "spouse husband wife family dependent dependant household",
@@ -351,7 +352,7 @@ _AMOUNT_OF = re.compile(r"\b(?:what(?:'s|’s| is| are|s)|how (?:much|high|big) 
 # Words before the amount that say which amount, not of what ("the yearly max", "the total budget").
 _AMOUNT_WORDS = frozenset(features.stem(w) for w in (
     "yearly annual monthly weekly daily nightly total overall maximum max minimum current standard usual normal "
-    "new typical average exact full base default general").split())
+    "new typical average exact full base default general rough approximate ballpark estimated").split())
 
 
 def _amount_of(question: str) -> dict[str, frozenset[str]]:

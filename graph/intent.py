@@ -18,7 +18,10 @@ _EN = re.compile(
     # asks about a rule)
     r"(?<!\bdo i )(?<!\bdo we )(?<!should i )(?<!must i )\b(?:need|want|would like|'d like)\s+to\s+(?:talk|speak|chat)"
     r"\s+(?:to|with)\s+(?:my|our)\s+(?:\w+\s+){0,2}(?:partner|hrbp|rep|representative|advisor|adviser)\b|"
-    r"\b(?:connect|transfer|put|escalate|forward|hand)\s+(?:me|this|it|my question)\b|"
+    r"\b(?:connect|transfer|put)\s+(?:me|this|it|my question)\b|\bescalate\s+(?:me|this|it|my question)\b|"
+    # "forward it" is what one does with a phishing email; forwarding the question to a person is a request
+    r"\b(?:forward|hand|pass)\s+(?:me|this|it|my question)\s+(?:on\s+|over\s+)?to\s+(?:a|an|someone|somebody|"
+    r"a person|a human|hr|people ops|support|the team|your team|a manager)\b|"
     r"\b(?:real|live|actual)\s+(?:person|human|agent|people)\b|"
     r"\b(?:human|person|agent|representative)\s+please\b|"
     r"\b(?:want|need|get|like)\s+(?:to\s+\w+\s+)?(?:a|an)\s+(?:human|person|agent|representative)\b|"

@@ -169,6 +169,13 @@ _WHEN = re.compile(r"\bwhen (?:is|are|was|were|do|does|did|can|could|should|will
                    r"(?:في|خلال) اي (?:عام|سنه|عقد|قرن|شهر|تاريخ|وقت|فتره)\b|ما (?:هو |هي )?(?:ال)?تاريخ\b",
                    re.IGNORECASE)
 # Arabic "من" is "who" only before a verb or a pronoun ("من يوافق", "من هو"); "من أي" is "from which".
+# "Who do I email …?", "what's the email for …", "which address / channel do I …": an address answers.
+_WHICH_ADDRESS = re.compile(r"\bwho (?:do|should|can|must) (?:i|we) (?:e-?mail|message|ping|slack)\b|"
+                            r"\bwhat(?:'s|’s| is|s)? (?:the )?(?:e-?mail(?: address)?|address|alias|slack channel|"
+                            r"channel)\b(?! policy)|\bwhich (?:e-?mail(?: address)?|address|alias|slack channel|channel)\b|"
+                            r"\bwhere (?:do|should|can) (?:i|we) (?:e-?mail|send|forward|report) (?:it|this|that|them)\b",
+                            re.IGNORECASE)
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|(?<!\w)#[a-z][\w-]+", re.IGNORECASE)
 _WHO = re.compile(r"^\W*(?:who|whom|which (?:team|person|manager|department))\b|\bwho (?:has|must|should|can|"
                   r"approves?|signs?)\b|"
                   r"^\W*[وف]?(?:من|لمن|بمن|الي من|مع من) (?!اي\b|اين\b|اجل\b|بين\b|خلال\b|قبل\b|بعد\b)"
@@ -361,10 +368,12 @@ def names(question: str) -> set[str]:
 
 
 def answer_kind(question: str) -> str | None:
-    """What kind of sentence answers the question: quantity, frequency, lead time, when, who, rule, or
-    None."""
+    """What kind of sentence answers the question: address (an email or a channel), quantity,
+    frequency, lead time, when, who, rule, or None."""
     if not question.isascii():
         question = _ARABIC_DIACRITICS.sub("", question).translate(_ARABIC_FORMS)
+    if _WHICH_ADDRESS.search(question):
+        return "address"
     if _WHO.search(question):
         return "who"
     if _HOW_OFTEN.search(question):
@@ -400,6 +409,8 @@ def kind_score(kind: str | None, sentence: str, *, question: str = "") -> float:
         if _DIGIT.search(_PERCENT_FIGURE.sub(" ", _ASKED_AMOUNT.sub(" ", sentence))) or _CALENDAR.search(sentence):
             return TYPE_BONUS
         return 0.0 if _DATEISH.search(sentence) else -TYPE_PENALTY
+    if kind == "address":  # "panic@gitlab.com", "#security-help"
+        return TYPE_BONUS if _ADDRESS.search(sentence) else -TYPE_PENALTY
     if kind == "who":
         return TYPE_BONUS if _ROLE.search(sentence) else 0.0
     if kind == "rule":

@@ -1,7 +1,8 @@
 """Which figure a question asks for, and whether a sentence states one of that kind.
 
 "What's the annual maximum for the Dependent Care FSA?" asks for an amount of money; "how long is
-the probation period?" for a length of time. A quote that states neither ("GitLab will continue to
+the probation period?" for a length of time; "how long should my password be?" for a size (in
+characters or words). A quote that states neither ("GitLab will continue to
 cover the majority of costs", "You'll accrue one share per month") does not answer it, however
 close its words are: the fact asked is missing from what would be shown, so the turn escalates
 (graph/nodes/tools.py). Only English questions are read: the kinds of graph/answerers/features.py
@@ -13,9 +14,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-Figure = Literal["money", "duration"]
+Figure = Literal["money", "duration", "size"]
 # How the trace names a figure that no quote states (`missing_terms`).
-FIGURE_NAMES: dict[Figure, str] = {"money": "an amount of money", "duration": "a length of time"}
+FIGURE_NAMES: dict[Figure, str] = {"money": "an amount of money", "duration": "a length of time",
+                                   "size": "a length in characters or words"}
 
 _TIME_THING = (r"(?:(?:paid|unpaid|medical|sick|parental|maternity|paternity|annual|bereavement|vacation|"
                r"holiday|notice|leave)\s+)*(?:leave|time|time off|pto|notice|vacation|holidays?|days?|weeks?|"
@@ -37,7 +39,9 @@ _MONEY = re.compile(
     re.IGNORECASE)
 _DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"
                        r"\bhow far (?:ahead|in advance|out)\b|"
-                       r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)|"
+                       r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)"
+                       # the length of a thing: "how long should my passwords be at Sourcegraph?"
+                       r"(?!\s+(?:should|must|can|could|do|does)\s+(?:my|the|a|an|our|your)\s+(?:[\w-]+\s+){0,2}?be\b)|"
                        rf"\bhow much\s+{_OF_THE}{_TIME_THING}\b", re.IGNORECASE)
 
 _UNIT = r"(?:minutes?|hours?|hrs?|days?|nights?|weeks?|wks?|months?|years?|yrs?|quarters?|semesters?)"
@@ -67,11 +71,22 @@ _STATES_MONEY = re.compile(
     re.IGNORECASE)
 
 
+# "how long should my password be?", "what's the minimum password length?", "how many characters …"
+_SIZE = re.compile(r"\bhow long\s+(?:should|must|can|could|do|does)\s+(?:my|the|a|an|our|your)\s+(?:[\w-]+\s+){0,2}?be\b|"
+                   r"\b(?:password|passphrase|pin|passcode)\s+length\b|\blength of (?:my |the |a )?(?:password|passphrase|pin)\b|"
+                   r"\bhow many (?:characters|chars|digits|letters|words)\b", re.IGNORECASE)
+_STATES_SIZE = re.compile(r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve|fifteen|twenty)\+?\s*(?:-\s*)?"
+                          r"(?:characters?|chars?|digits?|letters?|words?)\b", re.IGNORECASE)
+
+
 def asked_figure(question: str) -> Figure | None:
-    """The kind of figure an English question asks for: "duration" (how long, how many days, how
-    much leave), "money" (how much does it cost or pay, what is the allowance or maximum), or None."""
+    """The kind of figure an English question asks for: "size" (how long a password should be, how
+    many characters), "duration" (how long, how many days, how much leave), "money" (how much does it
+    cost or pay, what is the allowance or maximum), or None."""
     if not question.isascii():
         return None
+    if _SIZE.search(question):
+        return "size"
     if _DURATION.search(question):
         return "duration"
     if _MONEY.search(question):
@@ -83,5 +98,5 @@ def states_figure(figure: Figure, sentence: str) -> bool:
     """Whether a sentence states a figure of that kind (or says there is none: "unlimited", "no
     waiting period", "not covered"): "up to $700 per month", "15%", "in full"; "90 days", "ten (10)
     years", "three months"."""
-    pattern = _STATES_MONEY if figure == "money" else _STATES_DURATION
+    pattern = {"money": _STATES_MONEY, "duration": _STATES_DURATION, "size": _STATES_SIZE}[figure]
     return bool(pattern.search(sentence))

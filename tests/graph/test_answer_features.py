@@ -587,3 +587,15 @@ def test_words_for_the_staff_a_policy_is_for_weigh_less_than_what_is_asked() -> 
     assert weights["member"] < weights["match"] / 2
     eligible, matching = (features.coverage(weights, t, set()) for t in sentences[:2])
     assert matching > eligible
+
+
+def test_who_to_email_asks_for_an_address() -> None:
+    question = "my laptop got stolen at the airport an hour ago. who do I email right now?"
+    assert features.answer_kind(question) == "address"
+    assert features.answer_kind("where do i forward it?") == "address"
+    assert features.answer_kind("who approves my expenses?") == "who"
+    assert features.kind_score("address", "If your laptop is stolen, email panic@acme42.example at once.",
+                               question=question) > 0
+    assert features.kind_score("address", "Ask in #it-help on Slack.", question=question) > 0
+    assert features.kind_score("address", "Acme may ask for the police report of a stolen laptop.",
+                               question=question) < 0

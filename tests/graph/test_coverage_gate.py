@@ -272,3 +272,17 @@ def test_outside_the_us_covers_any_other_country() -> None:
                          doc="hr/benefits")
     assert find_gap("I'm in canada, not on the US payroll. do I get a retirement match?", [retirement],
                     min_score=0.3) is None
+
+
+def test_how_rough_a_figure_is_asked_is_no_part_of_the_thing() -> None:
+    gifts = passage("Gifts from vendors must have a value under $50.", "Conduct > Gifts", doc="legal/gifts")
+    assert find_gap("a vendor wants to send me a gift basket. what's the rough value limit for gifts?", [gifts],
+                    min_score=0.3) is None
+
+
+def test_to_retain_is_what_a_retention_policy_states() -> None:
+    slack = passage("Direct messages have a retention period of 18 months.", "Slack > Retention", doc="it/slack")
+    # "Retain" heads a section of another passage found: a section word the quote must hold.
+    records = replace(passage("Retain\nKeep invoices for seven years.", "Finance > Records", doc="finance/records"),
+                      score=0.2)
+    assert find_gap("How long does the company retain Slack DMs?", [slack, records], min_score=0.3) is None

@@ -22,7 +22,7 @@ from graph.answerers.figures import asked_figure, states_figure
     ("What is the maximum carry-over of vacation days?", None),
     ("What is the forklift speed limit inside the warehouse?", None),
     ("How much food can the larvae eat per day?", None),
-    ("how long should my passwords be?", None),
+    ("how long should my passwords be?", "size"),
     ("Do I need permission to take on a side job?", None),
     ("كم يبلغ بدل السكن؟", None),
 ])
@@ -61,3 +61,12 @@ def test_how_much_of_a_leave_asks_for_a_length_of_time() -> None:
 def test_how_far_ahead_asks_for_a_length_of_time() -> None:
     assert asked_figure("how far ahead do I have to book an international flight?") == "duration"
     assert asked_figure("how far is the office from the station?") is None
+
+
+def test_the_length_of_a_password_is_a_size_not_a_length_of_time() -> None:
+    assert asked_figure("how long should my passwords be at acme?") == "size"
+    assert asked_figure("whats the min password length?") == "size"
+    assert asked_figure("how long does probation last?") == "duration"
+    assert states_figure("size", "Do: create a password that is ideally 15 characters or longer")
+    assert not states_figure("size", "Below is guidance for setting passwords to managed accounts.")
+    assert not states_figure("size", "Passwords expire after 90 days.")

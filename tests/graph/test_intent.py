@@ -17,6 +17,8 @@ ASKS_FOR_A_PERSON = [
     "I want to talk to a person, please.",
     "talk to a human please",
     "connect me",
+    "can you forward this to a person in HR",
+    "please escalate this",
     "agent",
     "Can I speak with someone in HR?",
     "أريد التحدث مع شخص من فريق الموارد البشرية.",
@@ -57,6 +59,8 @@ POLICY_QUESTIONS = [
     "Should I email my manager a sick note?",
     "هل يتصل بي المدير أثناء الإجازة؟",
     "متى يتصل بي فريق الموارد البشرية بعد التقديم؟",
+    "got a sketchy email that looks like it's from our CFO asking for gift cards. where do i forward it?",
+    "Should I forward it to the security team or just delete it?",
 ]
 
 
