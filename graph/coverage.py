@@ -33,13 +33,13 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   vaping* *breaks*").
 
 Staff words count too: a dog or a cat is a pet; a passage for everyone "outside the US" covers any
-other country. Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does the travel
-insurance cover?", "spending the *winter* abroad, how long can I …?"), a month ("3 wks off over
-*dec*", "joined in *2022*"), "part-time" of a course ("a part-time masters course"), and a name in a
-sentence that only tells the asker's plans ("… per year? want to do an *AWS* cert"), unless most
-documents of a folder use it (a company's name: graph/tenant_names.py `wide`). A long word is covered by
-one of the same root ("contributions" by "contribute"), except a qualifier ("contractors" is not
-"contract").
+other country. Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does
+the travel insurance cover?", "spending the *winter* abroad, how long can I …?"), a month ("3 wks
+off over *dec*"), the year they joined ("joined in *2022*"), "part-time" of a course ("a part-time
+masters course"), and a name in a sentence that only tells the asker's plans ("… per year? want to
+do an *AWS* cert"), unless most documents of a folder use it (a company's name: `wide` in
+graph/tenant_names.py). A long word is covered by one of the same root ("contributions" by
+"contribute"), except a qualifier ("contractors" is not "contract").
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
 capitalised. A place counts only where a passage tells places apart, except a site ("the London

@@ -168,7 +168,6 @@ _WHEN = re.compile(r"\bwhen (?:is|are|was|were|do|does|did|can|could|should|will
                    rf"{_AR}(?:حتي |قبل |منذ )?متي\b|{_AR}(?:ال)?(?:ساعات|موعد|مواعيد|مهله)\b|"
                    r"(?:في|خلال) اي (?:عام|سنه|عقد|قرن|شهر|تاريخ|وقت|فتره)\b|ما (?:هو |هي )?(?:ال)?تاريخ\b",
                    re.IGNORECASE)
-# Arabic "من" is "who" only before a verb or a pronoun ("من يوافق", "من هو"); "من أي" is "from which".
 # "Who do I email …?", "what's the email for …", "which address / channel do I …": an address answers.
 _WHICH_ADDRESS = re.compile(r"\bwho (?:do|should|can|must) (?:i|we) (?:e-?mail|message|ping|slack)\b|"
                             r"\bwhat(?:'s|’s| is|s)? (?:the )?(?:e-?mail(?: address)?|address|alias|slack channel|"
@@ -176,6 +175,7 @@ _WHICH_ADDRESS = re.compile(r"\bwho (?:do|should|can|must) (?:i|we) (?:e-?mail|m
                             r"\bwhere (?:do|should|can) (?:i|we) (?:e-?mail|send|forward|report) (?:it|this|that|them)\b",
                             re.IGNORECASE)
 _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|(?<!\w)#[a-z][\w-]+", re.IGNORECASE)
+# Arabic "من" is "who" only before a verb or a pronoun ("من يوافق", "من هو"); "من أي" is "from which".
 _WHO = re.compile(r"^\W*(?:who|whom|which (?:team|person|manager|department))\b|\bwho (?:has|must|should|can|"
                   r"approves?|signs?)\b|"
                   r"^\W*[وف]?(?:من|لمن|بمن|الي من|مع من) (?!اي\b|اين\b|اجل\b|بين\b|خلال\b|قبل\b|بعد\b)"
