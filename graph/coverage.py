@@ -36,9 +36,11 @@ Staff words count too: a dog or a cat is a pet; a passage for everyone "outside 
 other country. Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does
 the travel insurance cover?", "spending the *winter* abroad, how long can I …?"), a month ("3 wks
 off over *dec*"), the year they joined ("joined in *2022*"), "part-time" of a course ("a part-time
-masters course"), and a name in a sentence that only tells the asker's plans ("… per year? want to
+masters course"), "*this summer*", the places of a move when the move is what is asked about
+("relocating from *Germany* to *Portugal*. How far ahead do I start?"), "anything" as the thing to
+be paid for, and a name in a sentence that only tells the asker's plans ("… per year? want to
 do an *AWS* cert"), unless most documents of a folder use it (a company's name: `wide` in
-graph/tenant_names.py). A long word is covered by one of the same root ("contributions" by
+graph/tenant_names.py). "What's the *dress* code?" asks for a policy on dress. A long word is covered by one of the same root ("contributions" by
 "contribute"), except a qualifier ("contractors" is not "contract").
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
@@ -134,6 +136,7 @@ _SITUATION_YEAR = re.compile(r"(?:\b(?:I|I've|I'm|we|my)\b[^.?!,;]{0,30}?|\b(?:j
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d(?:s|'s|’s)?|(?:1[5-9]|20)\d0s")
 _SITUATION_QUALIFIER = re.compile(
     r"\bspen(?:d|ds|ding|t)\s+(?:the|this|next|my|our)\s+(winter|summer|autumn)\b|"
+    r"\b(?:this|next|last)\s+(winter|summer|autumn)\b|"
     r"\bif\s+(?:i|we|you|my \w+)\s+(?:get|gets|got|am|is|are|become|becomes|fall|falls|feel|feels)\s+(?:really\s+)?"
     r"(sick|ill)\b", re.IGNORECASE)
 # A sub-heading kept as a line of the chunk text ("Carry-Over", "Booking Leave").
@@ -266,7 +269,7 @@ _PAID_ITEM = [
 ]
 _ASKER_PAYS = re.compile(r"\b(?:i|we)\s+(?:have|need|got)\s+to\s+pay\b|\b(?:i|we)\s+(?:must|should)\s+pay\b|"
                          r"\b(?:i|we)\s+(?:get|am|are)\s+charged\b", re.IGNORECASE)
-_PRONOUNS = frozenset("one ones it them this that these those mine ours".split())
+_PRONOUNS = frozenset("one ones it them this that these those mine ours anything something everything".split())
 _PREPOSITIONS = frozenset("for at in on when while if during after before from with to as of by".split())
 _NOT_AN_ITEM = frozenset(features.stem(w) for w in (
     "it this that these those them cost costs expense expenses fee fees thing things stuff bill bills "
@@ -377,6 +380,9 @@ def _every_word(words: Sequence[str], *, besides: frozenset[str]) -> dict[str, f
 
 
 # "What's the policy on smoking breaks?", "any rules about pets in the office?": what the policy is about.
+# "What's the dress code …?", "what's the travel policy": the words before the code or policy.
+_THE_X_POLICY = re.compile(r"\bwhat(?:'s|’s| is|s)? (?:the|our|your) (?P<what>(?:[\w'-]+ ){1,2}?)"
+                           r"(?:code|policy|policies|rules|guidelines)\b", re.IGNORECASE)
 _POLICY_ON = re.compile(r"\b(?:policy|policies|rules|guidelines|guidance) (?:on|about|around|regarding) "
                         r"(?:(?:a|an|the|my|our|any|some|using|having|taking|bringing|getting) )*"
                         r"(?P<what>(?:[\w'-]+ ){0,3}?[\w'-]+)(?= (?:for|at|in|on|when|while|if|during|after|before|"
@@ -387,7 +393,7 @@ def _policy_about(question: str) -> dict[str, frozenset[str]]:
     """What a question asks the policy on, every word of it ("the policy on *smoking or vaping*
     *breaks*", "rules about *pets*"; words joined by "or" are one, either will do): evidence that
     never mentions one of them is another policy."""
-    m = _POLICY_ON.search(question)
+    m = _POLICY_ON.search(question) or _THE_X_POLICY.search(question)
     if m is None:
         return {}
     out: dict[str, frozenset[str]] = {}
@@ -459,6 +465,12 @@ _GENERIC_THING = frozenset(features.stem(w) for w in (
 # Section words that policies state as a figure rather than by name ("Gift limits" over "under $50 USD").
 _STATED_AS_FIGURES = frozenset(features.stem(w) for w in "deadline limit limits cap minimum maximum max".split())
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)?")
+# Words that stem to a qualifier without being one ("boarding" for a dog is no board of directors).
+_NOT_QUALIFIERS = frozenset({"boarding", "onboarding", "aboard"})
+# A move between places: the asker's plan; the relocation rule asked about is the same for any two places.
+_RELOCATING = re.compile(r"\b(?:relocat\w*|moving|move)\s+(?:\w+\s+){0,2}?(?:from\s+[\w' -]{2,30}?\s+)?to\s+"
+                         r"[\w' -]{2,30}?(?=\s+(?:and|but|so|while|with|for|next|this|in)\b|[?.!,;]|$)", re.IGNORECASE)
+_ABOUT_MOVING = re.compile(r"\b(?:relocat\w*|mov(?:e|ing)|eligib\w*|tenure)\b", re.IGNORECASE)
 # "Part-time" and "full-time" say whose hours a rule is for, except of a course of study.
 _WHOSE_HOURS = frozenset({"part-time", "parttime", "full-time", "fulltime"})
 _OF_STUDY = re.compile(r"\s+(?:\w+\s+){0,2}?(?:course|courses|degree|degrees|masters|master's|mba|phd|program|"
@@ -585,6 +597,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
     known = _collection_names(passages)
     vocabulary = set().union(*(features.tokens(p.text) for p in passages))
     named = {w.lower() for w in features.capitalised(_asking(question)) if features.tokens(w) & vocabulary} | known
+    named -= _GENERIC_HEADING  # "how long" is no name, though the passages write "Long-Term Disability"
     # …and so is any word the tenant's documents write as a name ("at 37signals" when the passages
     # retrieved are another company's).
     named |= {word_key(w) for w in WORD.findall(question) if word_key(w) in names}
@@ -592,17 +605,21 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
     # The asker's circumstances, not what the rule is for: "spending the winter working from Portugal,
     # how long can I be away …?", "if I get sick on a business trip, how much does the travel insurance
     # cover?" (unless the word is asked about as well: "if I get sick, do sick days roll over?").
-    circumstances = [(m.group(1) or m.group(2)).lower() for m in _SITUATION_QUALIFIER.finditer(question)]
+    circumstances = [next(g for g in m.groups() if g).lower() for m in _SITUATION_QUALIFIER.finditer(question)]
     situational |= {w for w in circumstances
                     if len(re.findall(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)) == 1}
     # A name in a sentence that only tells the asker's plans ("… per year? want to do an AWS cert") is
     # what they would spend it on, not whose rule they ask about; a name most documents of a folder use
     # (a company's: "I work at GitLab. …") counts anywhere.
     asked = _asked_words(question) | {word_key(w) for w in WORD.findall(question) if word_key(w) in wide}
+    # …when the relocation itself is asked about ("… How far ahead do I start the relocation process?"), not
+    # what the place offers ("I'm moving to Portugal. What health insurance is there?")
+    moving = {w for m in _RELOCATING.finditer(question) for w in re.findall(r"[\w'-]+", m.group(0))
+              if len(re.findall(rf"\b{re.escape(w)}\b", question)) == 1} if _ABOUT_MOVING.search(_asking(question)) else set()
     out: dict[str, frozenset[str]] = _multiword_places(question)
     for word in re.findall(r"[\w'-]+", question):
         low = word_key(word)
-        qualifier = features.stem(low) in QUALIFIERS  # "part-time", "in-laws": one word
+        qualifier = features.stem(low) in QUALIFIERS and low not in _NOT_QUALIFIERS  # "part-time", "in-laws": one word
         if qualifier and low in _WHOSE_HOURS and _OF_STUDY.match(question[question.lower().find(low) + len(low):]):
             continue  # "a part-time masters course": the course's hours, not the asker's
         for part in low.replace("-", " ").split() if "-" in low and not qualifier else [low]:
@@ -614,13 +631,16 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
             joined = features.stem(re.sub(r"['’-]", "", part))
             term = joined if joined in terms else min(terms)
             place = features.places(part, widen=True)
+            if place and word in moving:
+                continue  # "relocating from Germany to Portugal": where the asker moves, not whose rule
             if place:
                 out[word] = frozenset(place)
             elif _YEAR.fullmatch(part) and part not in situational:
                 out[word] = frozenset({term})  # "1970s" and "1970" are one term
             elif low in situational or term in _MONTHS:
                 continue  # the asker's circumstances; a month is when, not what, they ask about
-            elif (low in named and low in asked) or qualifier or term in QUALIFIERS or term in sections \
+            elif (low in named and low in asked) or qualifier or (term in QUALIFIERS and low not in _NOT_QUALIFIERS) \
+                    or term in sections \
                     or EQUIVALENTS.get(term, set()) & sections:
                 out[word] = _with_equivalents({term})
     return out

@@ -496,11 +496,14 @@ _SPAN_UNIT = {"hour": 1 / 24, "day": 1.0, "night": 1.0, "business day": 1.4, "wo
 _SPAN_NUMBER = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _SPAN_UNITS = r"(hour|hr|day|night|business day|working day|week|wk|month|mth|mo|year|yr)s?"  # as staff write them too
 _ABOUT = r"(?:~\s*|about\s+|around\s+|roughly\s+|approximately\s+|approx\.?\s+|nearly\s+|almost\s+)?"
-_ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than)|after|for|within|of)\s+"
+_ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than|before (?:my |the |a )?)|"
+                         r"after|for|within|of)\s*"
                          rf"{_ABOUT}{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b|"
                          rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(?:after|into|later|off|away)\b", re.IGNORECASE)
+# "exceeding 25 consecutive calendar days": a word or two between the number and its unit
 _SPAN_BOUND = re.compile(rf"\b(less than|under|fewer than|up to|at most|no more than|more than|over|longer than|"
-                         rf"exceeds?|exceeding|at least)\s+{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|"
+                         rf"exceeds?|exceeding|at least)\s+{_SPAN_NUMBER}\s+(?:(?:consecutive|calendar|full|"
+                         rf"continuous|straight)\s+){{0,2}}{_SPAN_UNITS}\b|"
                          rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(or more|or longer|or less|or fewer)\b", re.IGNORECASE)
 _BELOW = ("less than", "under", "fewer than", "up to", "at most", "no more than", "or less", "or fewer")
 
@@ -522,7 +525,7 @@ def asked_span(question: str) -> Span | None:
         number, unit = next((m[i], m[i + 1]) for i in (2, 4, 6) if m[i])
         days = _span_days(number, unit)
         if comparison:
-            days *= 0.99 if comparison.lower() in ("less than", "under", "fewer than") else 1.01
+            days *= 0.99 if comparison.lower().startswith(("less than", "under", "fewer than", "before")) else 1.01
         found.add((days, unit.lower() in ("hour", "hr")))
     return next(iter(found)) if len(found) == 1 else None
 

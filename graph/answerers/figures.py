@@ -58,10 +58,13 @@ _STATES_DURATION = re.compile(
     # a deadline answers "how long do I have …?" ("by 31 March", "before December 1st")
     rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b",
     re.IGNORECASE)
+# Currency codes as policies write them ("MXN 500", "1,000 SEK"); not any three capitals ("HSA 1600" is a plan).
+_CURRENCY = (r"(?:USD|EUR|GBP|AUD|CAD|SAR|AED|INR|JPY|CHF|SGD|NZD|BRL|PLN|MXN|ZAR|SEK|NOK|DKK|ILS|KRW|CNY|HKD|PHP|"
+             r"THB|IDR|MYR|TRY|CZK|HUF|RON|BGN|NGN|KES|EGP|ARS|CLP|COP|PEN|UAH|QAR|KWD|BHD|OMR|RUB|TWD|VND|PKR)")
 _STATES_MONEY = re.compile(
-    r"[$€£¥₹]\s?\d|\b(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|brl|pln)\s?\d|(?-i:\b[A-Z]{3}\s?\d)|"
+    rf"[$€£¥₹]\s?\d|\b(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|brl|pln)\s?\d|(?-i:\b{_CURRENCY}\s?\d)|"
     r"\d[\d,.]*k?\s?(?:usd|eur|gbp|aud|cad|sar|aed|inr|jpy|chf|sgd|nzd|dollars|euros|pounds|yen|rupees)\b|"
-    r"(?-i:\d[\d,.]*k?\s?[A-Z]{3}\b)|\d\s?(?:%|percent\b|per cent\b)|"
+    rf"(?-i:\d[\d,.]*k?\s?{_CURRENCY}\b)|\d\s?(?:%|percent\b|per cent\b)|"
     # pay counted in time ("a maximum of 4 months of severance pay", "2 weeks' salary")
     r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve)\s+(?:weeks?|months?|years?)(?:'|’|’s|'s)?\s+(?:of\s+)?"
     r"(?:\w+\s+)?(?:pay|salary|wages|compensation|severance)\b|"

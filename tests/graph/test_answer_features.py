@@ -165,7 +165,12 @@ def test_a_question_s_span_of_time_prefers_the_threshold_that_holds_it() -> None
     assert features.span_fit(short, "Flights of 6 hours or more may be booked in premium economy.") == 0
     assert features.span_fit(features.asked_span("premium economy on a 12-hour flight?"),
                              "Flights of 6 hours or more may be booked in premium economy.") > 0
-    # As staff write it: "3 wks off", "after ~8 months", "a 12-hr flight".
+    # As staff write it: "before my 1 year mark", "3 wks off", "after ~8 months", "a 12-hr flight"; and
+    # a threshold with words between its number and its unit ("25 consecutive calendar days").
+    early = features.asked_span("if i get let go before my 1 year mark, how much severance would i get?")
+    assert early is not None and 360 < early[0] < 365
+    assert features.span_fit(features.asked_span("planning 5 weeks off in a row"),
+                             "Time off exceeding 25 consecutive calendar days needs approval.") > 0
     assert features.asked_span("taking 3 wks off over dec, do i need approval beyond my manager?") == (21.0, False)
     assert features.asked_span("if they let me go after ~8 months, what severance?") == (240.0, False)
     assert features.asked_span("premium economy on a 12-hr flight?") == (0.5, True)

@@ -286,3 +286,45 @@ def test_to_retain_is_what_a_retention_policy_states() -> None:
     records = replace(passage("Retain\nKeep invoices for seven years.", "Finance > Records", doc="finance/records"),
                       score=0.2)
     assert find_gap("How long does the company retain Slack DMs?", [slack, records], min_score=0.3) is None
+
+
+def test_more_of_the_asker_s_situation_is_not_looked_for() -> None:
+    lodging = passage("If you stay with friends or family instead of a hotel, you may expense a gift of up to $50.",
+                      "Travel > Lodging", doc="finance/travel")
+    assert find_gap("staying at my aunt's place instead of a hotel - can i expense anything for that?", [lodging],
+                    min_score=0.3) is None
+    pto = passage("Time off exceeding 25 consecutive calendar days needs your director's approval.",
+                  "Time Off > Extended leave", doc="hr/time-off")
+    assert find_gap("Planning 5 weeks off in a row this summer. is there a point where I need extra sign-off?", [pto],
+                    min_score=0.3) is None
+    relocation = passage("Start the relocation process at least 3 months before the move.", "Relocation > Timing",
+                         doc="hr/relocation")
+    assert find_gap("I'm relocating from Germany to Portugal. How far ahead do I start the relocation process?",
+                    [relocation], min_score=0.3) is None
+    pets = passage("Pet care while you travel for an offsite is reimbursed up to $50 per day.", "Travel > Care",
+                   doc="finance/travel")
+    assert find_gap("my dog has to go to boarding during the offsite - can I get reimbursed for that?", [pets],
+                    min_score=0.3) is None
+    # A place the rule is asked for still counts; so does a board.
+    budgets = passage("Relocation budgets: Germany EUR 5,000; the Netherlands EUR 6,000.", "Relocation > Budgets",
+                      doc="hr/relocation")
+    gap = find_gap("I'm relocating from Germany to Portugal. What is the relocation budget in Portugal?", [budgets],
+                   min_score=0.3)
+    assert gap is not None and "Portugal" in gap.missing
+    gap = find_gap("are board members paid for the offsite?", [pets], min_score=0.3)
+    assert gap is not None and "board" in gap.missing
+
+
+def test_how_long_is_no_name_though_the_passages_capitalise_long() -> None:
+    enrol = passage("Enrol within 30 days of your start date or your cover is waived. Long-Term Disability and "
+                    "Short-Term Disability are in the same Rippling flow. Long-Term Disability pays 60%.",
+                    "Benefits > Enrolment", doc="hr/benefits")
+    assert find_gap("just started. how long do I have to pick my health insurance before it gets waived?", [enrol],
+                    min_score=0.3) is None
+
+
+def test_the_dress_code_is_a_policy_on_dress() -> None:
+    scope = passage("This policy also applies to interactions with customers, vendors and partners.",
+                    "Respectful Workplace > Scope", doc="hr/conduct")
+    gap = find_gap("what's the dress code for customer meetings?", [scope], min_score=0.3)
+    assert gap is not None and gap.missing == ("dress",)

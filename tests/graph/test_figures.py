@@ -70,3 +70,9 @@ def test_the_length_of_a_password_is_a_size_not_a_length_of_time() -> None:
     assert states_figure("size", "Do: create a password that is ideally 15 characters or longer")
     assert not states_figure("size", "Below is guidance for setting passwords to managed accounts.")
     assert not states_figure("size", "Passwords expire after 90 days.")
+
+
+def test_a_plan_s_name_is_no_amount_of_money() -> None:
+    assert not states_figure("money", "Medical: UnitedHealthcare HSA 1600")
+    assert states_figure("money", "Per diem in Mexico: MXN 500")
+    assert states_figure("money", "The allowance is 1,000 SEK a year.")
