@@ -499,7 +499,8 @@ _ABOUT = r"(?:~\s*|about\s+|around\s+|roughly\s+|approximately\s+|approx\.?\s+|n
 _ASKED_SPAN = re.compile(rf"\b(?:(less than|under|fewer than|more than|over|longer than|before (?:my |the |a )?)|"
                          r"after|for|within|of)\s*"
                          rf"{_ABOUT}{_SPAN_NUMBER}\s+{_SPAN_UNITS}\b|\b{_SPAN_NUMBER}-{_SPAN_UNITS}\b|"
-                         rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(?:after|into|later|off|away)\b", re.IGNORECASE)
+                         rf"\b{_SPAN_NUMBER}\s+{_SPAN_UNITS}\s+(?:after|into|later|off|away|ago)\b|"
+                         rf"\b{_SPAN_NUMBER}[\s-]{_SPAN_UNITS}-long\b", re.IGNORECASE)
 # "exceeding 25 consecutive calendar days": a word or two between the number and its unit
 _SPAN_BOUND = re.compile(rf"\b(less than|under|fewer than|up to|at most|no more than|more than|over|longer than|"
                          rf"exceeds?|exceeding|at least)\s+{_SPAN_NUMBER}\s+(?:(?:consecutive|calendar|full|"
@@ -522,7 +523,7 @@ def asked_span(question: str) -> Span | None:
     found: set[Span] = set()
     for m in _ASKED_SPAN.finditer(question):
         comparison = m[1]  # "8 months after I joined", "a 6-month contract", "for less than a year"
-        number, unit = next((m[i], m[i + 1]) for i in (2, 4, 6) if m[i])
+        number, unit = next((m[i], m[i + 1]) for i in (2, 4, 6, 8) if m[i])
         days = _span_days(number, unit)
         if comparison:
             days *= 0.99 if comparison.lower().startswith(("less than", "under", "fewer than", "before")) else 1.01

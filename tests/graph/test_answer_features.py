@@ -167,6 +167,8 @@ def test_a_question_s_span_of_time_prefers_the_threshold_that_holds_it() -> None
                              "Flights of 6 hours or more may be booked in premium economy.") > 0
     # As staff write it: "before my 1 year mark", "3 wks off", "after ~8 months", "a 12-hr flight"; and
     # a threshold with words between its number and its unit ("25 consecutive calendar days").
+    assert features.asked_span("planning a month-long trip. is there a point where i need sign-off?") == (30.0, False)
+    assert features.asked_span("joined 7 months ago. if i got let go what severance would i get?") == (210.0, False)
     early = features.asked_span("if i get let go before my 1 year mark, how much severance would i get?")
     assert early is not None and 360 < early[0] < 365
     assert features.span_fit(features.asked_span("planning 5 weeks off in a row"),
