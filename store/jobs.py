@@ -8,7 +8,9 @@ with its host, pid and process start time. A job left in a working state by a cr
 again at once by the next worker on the same host (`reclaim_dead_leases`: the holder is gone), when
 its lease runs out, or when the server starts (`release_leases`): every step is idempotent by stable
 ids, so re-running converges. Attempts are counted when a job is claimed, so a job whose every run
-kills or hangs its worker is dead-lettered after `max_attempts` claims instead of claimed for ever.
+kills or hangs its worker is dead-lettered after `max_attempts` claims instead of claimed for ever;
+the same file asked for again after that (a rerun of `cairn ingest` after killed runs) gets one more
+attempt before the dead letter.
 """
 
 from __future__ import annotations
@@ -94,8 +96,8 @@ class Jobs:
         job_id = uuid.uuid4().hex
         async with transaction(self._conn) as conn:
             if dedupe_key:
-                async with conn.execute("SELECT job_id, state FROM ingest_jobs WHERE dedupe_key=?",
-                                        (dedupe_key,)) as cur:
+                async with conn.execute("SELECT job_id, state, attempts, lease_holder FROM ingest_jobs"
+                                        " WHERE dedupe_key=?", (dedupe_key,)) as cur:
                     row = await cur.fetchone()
                 if row:
                     existing = row[0]
@@ -110,6 +112,13 @@ class Jobs:
                             (source_path, raw_path, json.dumps(options), requested_by,
                              json.dumps(notify) if notify else None, now, now, now, existing),
                         )
+                    elif row[1] in ("queued", *WORKING_STATES) and row[2] >= self.max_attempts \
+                            and (row[3] is None or holder_is_alive(row[3]) is False):
+                        # Asked for again after every claim so far died with its worker (killed, not
+                        # failed): this request gets one more attempt instead of the dead letter the
+                        # next claim would write. A file that kills every worker still ends there.
+                        await conn.execute("UPDATE ingest_jobs SET attempts=?, updated_at=? WHERE job_id=?",
+                                           (self.max_attempts - 1, now, existing))
             if job_id:
                 await conn.execute(
                     "INSERT INTO ingest_jobs (job_id, tenant_id, doc_id, source_path, raw_path, content_hash,"

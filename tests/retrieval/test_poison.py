@@ -106,6 +106,27 @@ async def test_a_job_that_kills_its_worker_is_dead_lettered_after_its_attempts(s
     assert await services.ingestor.run_pending() == []  # and it stays dead
 
 
+async def test_asking_again_after_the_workers_died_gives_one_more_attempt(services: Services) -> None:
+    """`cairn ingest` run again after three killed runs (a deploy, an OOM kill): the request is the
+    user's, so the file is tried once more instead of dead-lettered unseen; a file that kills that
+    worker too ends in the dead letter."""
+    job = await submit(services, GOOD, "ops/dock", "dock.md")
+    for _ in range(3):
+        assert worker_that_dies(services, job.job_id or "").returncode == -9
+    again = await submit(services, GOOD, "ops/dock", "dock.md")
+    assert again.job_id == job.job_id
+    results = await services.ingestor.run_pending()
+    assert [(r.job_id, r.status) for r in results] == [(job.job_id, "published")]
+    poison = await submit(services, GOOD.replace(b"dock", b"gate"), "ops/gate", "gate.md")
+    for _ in range(3):
+        worker_that_dies(services, poison.job_id or "")
+    await submit(services, GOOD.replace(b"dock", b"gate"), "ops/gate", "gate.md")
+    assert worker_that_dies(services, poison.job_id or "").stdout.strip() == "3"  # its one more attempt
+    assert await services.ingestor.run_pending() == []
+    dead = await services.jobs.get(job_id=poison.job_id or "")
+    assert dead is not None and dead.state == "dead"
+
+
 async def test_a_live_workers_lease_is_kept(services: Services) -> None:
     job = await submit(services, GOOD, "ops/dock", "dock.md")
     claimed = await services.jobs.claim_next()
