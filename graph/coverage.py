@@ -96,6 +96,10 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
         "dog": "pet", "cat": "pet", "puppy": "pet dog", "kitten": "pet cat",
         "retain": "retention retained kept keep stored", "retention": "retain retained kept keep stored",
+        # Pieces of something split up: "how many parts" is answered by "three segments".
+        "part": "segment block piece chunk installment instalment increment",
+        "piece": "segment block part chunk installment instalment increment",
+        "chunk": "segment block part piece installment instalment increment",
         # Whose cover or benefit it is: a policy names them as family or dependants.
         "spouse": "partner husband wife family dependent dependant household",
         "partner": "spouse husband wife family dependent dependant household",
@@ -360,12 +364,24 @@ _AMOUNT_WORDS = frozenset(features.stem(w) for w in (
 
 def _amount_of(question: str) -> dict[str, frozenset[str]]:
     """The thing a question asks the amount of, every word of it ("the nightly *hotel* limit", "the
-    *pet insurance* discount", "the annual *dental claim* limit"): evidence that never mentions one of
-    them states another amount."""
+    *pet insurance* discount", "the annual *dental claim* limit", "the annual maximum benefit on the
+    *dental* plan"): evidence that never mentions one of them states another amount."""
     m = _AMOUNT_OF.search(question)
-    if m is None:
-        return {}
-    return _every_word(m["what"].split(), besides=_AMOUNT_WORDS | _NOT_AN_ITEM)
+    found = _every_word(m["what"].split(), besides=_AMOUNT_WORDS | _NOT_AN_ITEM) if m is not None else {}
+    if found:
+        return found
+    m = _AMOUNT_ON.search(question)
+    if m is not None:
+        return _every_word([w for w in m["what"].split() if not features.tokens(w) <= _PLAN_WORDS],
+                           besides=_AMOUNT_WORDS | _NOT_AN_ITEM)
+    return {}
+
+
+# "What's the annual maximum benefit on the dental plan?": the amount comes first, what it is of after.
+_AMOUNT_ON = re.compile(r"\bwhat(?:'s|’s| is|s)? (?:the )?(?:\w+ )?(?:max(?:imum)?|limit|cap)(?: \w+)? (?:on|for) "
+                        r"(?:the |my |our |a |an )?(?P<what>(?:[\w'-]+ ){0,3}?[\w'-]+?)(?= plan\b| policy\b|\s*[?.!,]|$)",
+                        re.IGNORECASE)
+_PLAN_WORDS = frozenset(features.stem(w) for w in "plan plans policy policies program programme scheme".split())
 
 
 def _every_word(words: Sequence[str], *, besides: frozenset[str]) -> dict[str, frozenset[str]]:

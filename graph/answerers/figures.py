@@ -23,7 +23,7 @@ _TIME_THING = (r"(?:(?:paid|unpaid|medical|sick|parental|maternity|paternity|ann
                r"holiday|notice|leave)\s+)*(?:leave|time|time off|pto|notice|vacation|holidays?|days?|weeks?|"
                r"months?|years?|hours?)")
 # "how much of my medical leave is paid?" asks for a length of time, as "how much medical leave" does.
-_OF_THE = r"(?:of\s+(?:the\s+|my\s+|your\s+|our\s+)?)?"
+_OF_THE = r"(?:of\s+(?:the\s+|my\s+|your\s+|our\s+|a\s+|an\s+)?)?"
 _MONEY_WORD = (r"(?:cost|costs|pay|pays|paid|payout|spend|reimburs\w*|worth|budget|allowance|stipend|expense|"
                r"claim|cover|covers|contribut\w*|match|matches|charge|fee|price|salary|bonus|per diem|"
                r"dollars?|euros?|pounds?|money|cash|fsa|hsa|401k|pension|insurance)")

@@ -328,3 +328,19 @@ def test_the_dress_code_is_a_policy_on_dress() -> None:
                     "Respectful Workplace > Scope", doc="hr/conduct")
     gap = find_gap("what's the dress code for customer meetings?", [scope], min_score=0.3)
     assert gap is not None and gap.missing == ("dress",)
+
+
+def test_parts_of_a_leave_are_its_segments() -> None:
+    leave = passage("Parental leave may be taken in up to three segments within the first year.",
+                    "Leave > Parental", doc="hr/leave")
+    assert find_gap("can parental leave be split up? if so, into how many parts?", [leave], min_score=0.3) is None
+
+
+def test_the_amount_asked_may_come_before_what_it_is_of() -> None:
+    life = passage("We offer a $400,000 life insurance policy to all staff through MetLife.", "Benefits > Insurance",
+                   doc="hr/benefits")
+    gap = find_gap("What's the annual maximum benefit on the MetLife dental plan? Need a crown done", [life],
+                   min_score=0.3)
+    assert gap is not None and gap.missing == ("dental",)
+    dental = passage("The dental plan pays up to $2,000 a year.", "Benefits > Dental", doc="hr/benefits")
+    assert find_gap("What's the annual maximum benefit on the dental plan?", [dental], min_score=0.3) is None

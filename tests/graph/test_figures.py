@@ -55,6 +55,7 @@ def test_a_sentence_states_a_figure_of_the_kind(sentence: str, money: bool, dura
 def test_how_much_of_a_leave_asks_for_a_length_of_time() -> None:
     assert asked_figure("out for surgery ~6 wks. how much of my medical leave is paid?") == "duration"
     assert asked_figure("how much of the parental leave is paid at full salary?") == "duration"
+    assert asked_figure("recovery may take 10 weeks. How much of a medical leave of absence is paid?") == "duration"
     assert asked_figure("how much does the company pay for my phone?") == "money"
 
 
