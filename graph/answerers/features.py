@@ -142,7 +142,8 @@ _ARABIC_PLACE = [(english, re.compile(_arabic_place_pattern(n)))
 _AR = r"(?<![^\W\d_])(?:[وف]|[وف]?ب)?"  # start of an Arabic word, with its conjunction or preposition
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|far|soon|often|high|big|old)|what(?: is| are|'s|’s|s) the (?:\w+ ){0,3}"
-    r"(?:limit|rate|allowance|amount|max|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price)s?|"
+    r"(?:limit|rate|allowance|amount|max|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price|"
+    r"match)s?|"
     r"which day|what (?:percentage|amount|sum|share)|how many days)\b|"
     rf"{_AR}كم\b|{_AR}ما (?:هو |هي )?(?:ال)?(?:حد|مبلغ|بدل|نسبه|قيمه|مقدار|عدد|سعر|تكلفه|كلفه|مده|ميزانيه|"
     r"اقصي|ادني|اطول|اقصر|اكبر|اصغر|اعلي)\b|(?:من|في|بعد) اي يوم\b|الي اي حد\b",
@@ -224,6 +225,8 @@ _FROM_DATE = re.compile(r"\b(?:from|starting|effective|as of|with effect from|be
 _POINTER = re.compile(r"^\W*(?:please\s+)?(?:visit|see|refer to|check(?: out)?|read|go to|head to|take a look at|"
                       r"look at|find)\b.{0,120}?\b(?:for (?:(?:more|further|additional|full) )?(?:information|details|info)|"
                       r"to (?:learn|find out|read) more)\b", re.IGNORECASE)
+_POINTS_ON = re.compile(r"\bfor (?:more|further|additional|full) (?:information|details|info)\W*$", re.IGNORECASE)
+_AMOUNT_STATED = re.compile(r"[$€£¥₹%]|\b\d[\d,.]*\s*(?:days?|weeks?|months?|years?|hours?|percent)\b", re.IGNORECASE)
 TYPE_BONUS = 0.10
 TYPE_PENALTY = 0.15
 HISTORY_PENALTY = 0.25
@@ -572,7 +575,9 @@ def _span_holds(span: Span | None, sentence: str) -> bool | None:
 
 
 def is_pointer(sentence: str) -> bool:
-    return bool(_POINTER.search(sentence))
+    """A sentence that sends the reader elsewhere ("Visit our … section for more information", "Please
+    the 401(k) Company Match and Administration Guide for more details.") without stating an amount."""
+    return bool(_POINTER.search(sentence)) or (bool(_POINTS_ON.search(sentence)) and not _AMOUNT_STATED.search(sentence))
 
 
 def is_history(sentence: str, *, today: date | None = None) -> bool:

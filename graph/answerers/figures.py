@@ -34,7 +34,8 @@ _MONEY = re.compile(
     rf"\bhow much\b(?!\s+{_OF_THE}{_TIME_THING}\b)(?=.*\b{_MONEY_WORD}\b)|"
     rf"\bhow much (?:is|are|was|will|would|does|do)\b(?!.*\b{_TIME_THING}\b)|"
     r"\bwhat(?:'s|’s|s| is| are)?\s+(?:the\s+|my\s+|our\s+)?(?:\w+\s+){0,3}?"
-    r"(?:allowance|stipend|budget|per diem|reimbursement|price|fee|salary|payout|mileage rate|"
+    r"(?:allowance|stipend|budget|per diem|reimbursement|price|fee|salary|payout|mileage rate|company match|"
+    r"(?:401k|401\(k\)|pension|retirement) match|"
     rf"(?:max(?:imum)?|limit|cap)\b(?=.*\b{_MONEY_WORD}\b)(?!.*\b{_TIME_THING}\b))\b",
     re.IGNORECASE)
 _DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"

@@ -606,3 +606,11 @@ def test_who_to_email_asks_for_an_address() -> None:
     assert features.kind_score("address", "Ask in #it-help on Slack.", question=question) > 0
     assert features.kind_score("address", "Acme may ask for the police report of a stolen laptop.",
                                question=question) < 0
+
+
+def test_a_sentence_that_ends_by_sending_the_reader_elsewhere_is_a_pointer() -> None:
+    assert features.is_pointer("Please the 401(k) Company Match and Administration Guide for more details.")
+    assert features.is_pointer("Visit the benefits section for more information.")
+    # …unless it states the amount on its way there
+    assert not features.is_pointer("You may expense up to $50 a day; see the travel policy for more details.")
+    assert features.answer_kind("gitlab inc 401k - what's the company match?") == "quantity"

@@ -77,3 +77,9 @@ def test_a_plan_s_name_is_no_amount_of_money() -> None:
     assert not states_figure("money", "Medical: UnitedHealthcare HSA 1600")
     assert states_figure("money", "Per diem in Mexico: MXN 500")
     assert states_figure("money", "The allowance is 1,000 SEK a year.")
+
+
+def test_the_company_match_is_an_amount() -> None:
+    assert asked_figure("gitlab inc 401k - what's the company match?") == "money"
+    assert asked_figure("whats the 401k match at acme") == "money"
+    assert states_figure("money", "Company Match: 50% of contributions on the first 6% of earnings")
