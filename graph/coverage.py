@@ -242,8 +242,9 @@ def named_passages(question: str, passages: Sequence[Passage], names: Names,
     quote from an apple authorized shop. what's the repair cutoff?" keeps the laptop-repair page that
     never says Apple. Without such a name, or when no passage's document uses them all, the passages
     as they are."""
+    asking = _asked_words(question)
     asked = {word_key(w) for w in WORD.findall(question) if word_key(w) in names
-             and (word_key(w) in wide or word_key(w) in _asked_words(question))}
+             and (word_key(w) in wide or word_key(w) in asking)}
     if not asked:
         return list(passages)
     kept = [p for p in passages if all(p.doc_id in names[w] or features.tokens(w) <= features.tokens(_passage_text(p))
@@ -537,10 +538,17 @@ _WHOSE_STAFF = re.compile(r"\b([a-z][\w&-]+)\s+(?:employees|staff|staffers|team 
                           r"engineers)\b|\b(?:employees|staff|people|work|working|workers)\s+at\s+([a-z][\w&-]+)\b")
 
 
+def _said_once(word: str, question: str) -> bool:
+    """Whether the question writes the word only once (in any case): a word of the asker's situation
+    written again where they ask is asked about too."""
+    return len(re.findall(rf"\b{re.escape(word)}\b", question, re.IGNORECASE)) == 1
+
+
 def _asked_words(question: str) -> frozenset[str]:
     return frozenset(word_key(w) for w in WORD.findall(_asking(question)))
 
 
+@functools.lru_cache(maxsize=1024)
 def _asking(question: str) -> str:
     """The sentences of a message that ask ("how much G&D money can I get reimbursed per year?"), without
     those that only tell the asker's plans ("want to do an AWS cert + a course"); the whole message
@@ -622,8 +630,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
     # how long can I be away …?", "if I get sick on a business trip, how much does the travel insurance
     # cover?" (unless the word is asked about as well: "if I get sick, do sick days roll over?").
     circumstances = [next(g for g in m.groups() if g).lower() for m in _SITUATION_QUALIFIER.finditer(question)]
-    situational |= {w for w in circumstances
-                    if len(re.findall(rf"\b{re.escape(w)}\b", question, re.IGNORECASE)) == 1}
+    situational |= {w for w in circumstances if _said_once(w, question)}
     # A name in a sentence that only tells the asker's plans ("… per year? want to do an AWS cert") is
     # what they would spend it on, not whose rule they ask about; a name most documents of a folder use
     # (a company's: "I work at GitLab. …") counts anywhere.
@@ -631,7 +638,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
     # …when the relocation itself is asked about ("… How far ahead do I start the relocation process?"), not
     # what the place offers ("I'm moving to Portugal. What health insurance is there?")
     moving = {w for m in _RELOCATING.finditer(question) for w in re.findall(r"[\w'-]+", m.group(0))
-              if len(re.findall(rf"\b{re.escape(w)}\b", question)) == 1} if _ABOUT_MOVING.search(_asking(question)) else set()
+              if _said_once(w, question)} if _ABOUT_MOVING.search(_asking(question)) else set()
     out: dict[str, frozenset[str]] = _multiword_places(question)
     for word in re.findall(r"[\w'-]+", question):
         low = word_key(word)

@@ -570,12 +570,14 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         """Already in the answer, perhaps from the overlap of two chunks of one page."""
         return " ".join(s.text.split()).casefold() in {" ".join(p.text.split()).casefold() for p in picks}
 
+    def may_join(s: _Sentence) -> bool:
+        """Not yet said, not an old value (never quoted beside the current one), not another place's."""
+        return not said(s) and not features.is_history(s.text) and not elsewhere(s)
+
     for found in (neighbour(1), neighbour(-1)):
         if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]) \
-                or said(found):
+                or not may_join(found):
             continue
-        if features.is_history(found.text) or elsewhere(found):
-            continue  # an old value is never quoted beside the current one, nor another place's
         if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named,
                         kind, asked, question=question):
             picks.append(found)
@@ -586,7 +588,7 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         # comes with it ("… less than 1 year, … 4 weeks pay").
         holding = next((sentences[i] for i in order[1:] if sentences[i].passage == best.passage
                         and np.isfinite(scores[i]) and features.span_fit(span, sentences[i].scored_text) > 0), None)
-        if holding is not None and not said(holding) and not features.is_history(holding.text):
+        if holding is not None and may_join(holding):
             picks.append(holding)
     if features.kind_score(kind, best.text, question=question) < 0 and len(picks) < max_sentences:
         # The best sentence restates what was asked without the kind of answer asked for ("… send
@@ -594,13 +596,12 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         # anywhere in the passages read, comes with it when it is nearly as close.
         answering = next((sentences[i] for i in order[1:] if scores[i] >= top - KIND_MARGIN
                           and features.kind_score(kind, sentences[i].text, question=question) > 0), None)
-        if answering is not None and not said(answering) and not features.is_history(answering.text) \
-                and not elsewhere(answering):
+        if answering is not None and may_join(answering):
             picks.append(answering)
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
             break
-        if not said(sentences[i]) and not features.is_history(sentences[i].text) and not elsewhere(sentences[i]):
+        if may_join(sentences[i]):
             picks.append(sentences[i])
     return sorted(picks, key=lambda s: (s.passage, s.index))
 

@@ -153,7 +153,7 @@ _HOW_OFTEN = re.compile(r"\bhow often\b|\bhow frequently\b|\bhow many times\b|"
                         r"باي (?:تكرار|وتيره)\b", re.IGNORECASE)
 # "How far ahead do I book flights?", "how much notice …", "how many days in advance …": how long before
 # something must be done, which a sentence states with its figure and "in advance", "before", "notice".
-_HOW_FAR_AHEAD = re.compile(r"\bhow (?:far|long|much time|many (?:\w+ )?(?:days|weeks|months)|early|soon) "
+LEAD_TIME_ASKED = re.compile(r"\bhow (?:far|long|much time|many (?:\w+ )?(?:days|weeks|months)|early|soon) "
                             r"(?:ahead|in advance|beforehand|before(?:hand)? (?:i|we|you)|prior)\b|"
                             r"\bhow far out\b|\bhow much (?:advance )?notice\b", re.IGNORECASE)
 _AHEAD = re.compile(r"\b(?:in advance|ahead|before|prior|beforehand|notice|lead time)\b", re.IGNORECASE)
@@ -381,7 +381,7 @@ def answer_kind(question: str) -> str | None:
         return "who"
     if _HOW_OFTEN.search(question):
         return "frequency"
-    if _HOW_FAR_AHEAD.search(question):
+    if LEAD_TIME_ASKED.search(question):
         return "lead time"
     if _QUANTITY.search(question):
         return "quantity"

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from graph.answerers.features import LEAD_TIME_ASKED
+
 Figure = Literal["money", "duration", "size"]
 # How the trace names a figure that no quote states (`missing_terms`).
 FIGURE_NAMES: dict[Figure, str] = {"money": "an amount of money", "duration": "a length of time",
@@ -39,7 +41,6 @@ _MONEY = re.compile(
     rf"(?:max(?:imum)?|limit|cap)\b(?=.*\b{_MONEY_WORD}\b)(?!.*\b{_TIME_THING}\b))\b",
     re.IGNORECASE)
 _DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"
-                       r"\bhow far (?:ahead|in advance|out)\b|"
                        r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)"
                        # the length of a thing: "how long should my passwords be at Sourcegraph?"
                        r"(?!\s+(?:should|must|can|could|do|does)\s+(?:my|the|a|an|our|your)\s+(?:[\w-]+\s+){0,2}?be\b)|"
@@ -91,7 +92,7 @@ def asked_figure(question: str) -> Figure | None:
         return None
     if _SIZE.search(question):
         return "size"
-    if _DURATION.search(question):
+    if _DURATION.search(question) or LEAD_TIME_ASKED.search(question):  # "how far ahead …", "how much notice …"
         return "duration"
     if _MONEY.search(question):
         return "money"
