@@ -67,6 +67,10 @@ PASSAGE_WEIGHT = 0.10
 CLOSE_TO_BEST = 0.14  # tuned on the answers bench tune split: 0.08 → 0.14 lifts SQuAD 0.798 → 0.832, handbooks 0.569 → 0.588
 ADJACENT_MARGIN = 0.10
 KIND_MARGIN = 0.20  # how much worse the sentence of the kind asked may score than a best one of the wrong kind
+# …except a size in characters or words, which nothing else states: "Do: Create a password that is ideally
+# 15 characters or longer" is the answer to "how long should my password be?" however far below the
+# sentences about passwords in general it scores.
+KIND_MARGINS = {"size": float("inf")}
 NAME_PENALTY = 0.15  # the question names London: a sentence about Boston is a worse answer
 MIN_SENTENCE_CHARS = 12
 # A question that names no organisation, over several organisations' passages (see `_picks`):
@@ -590,14 +594,17 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
                         and np.isfinite(scores[i]) and features.span_fit(span, sentences[i].scored_text) > 0), None)
         if holding is not None and may_join(holding):
             picks.append(holding)
-    if features.kind_score(kind, best.text, question=question) < 0 and len(picks) < max_sentences:
+    if features.kind_score(kind, best.text, question=question) < 0 \
+            and not any(features.kind_score(kind, s.text, question=question) > 0 for s in picks):
         # The best sentence restates what was asked without the kind of answer asked for ("… send
         # simulated phishing emails to team members" for "how often"): the best one of that kind,
-        # anywhere in the passages read, comes with it when it is nearly as close.
-        answering = next((sentences[i] for i in order[1:] if scores[i] >= top - KIND_MARGIN
+        # anywhere in the passages read, comes with it when it is nearly as close, in place of a
+        # neighbour if the answer is full.
+        margin = KIND_MARGINS.get(kind or "", KIND_MARGIN)
+        answering = next((sentences[i] for i in order[1:] if np.isfinite(scores[i]) and scores[i] >= top - margin
                           and features.kind_score(kind, sentences[i].text, question=question) > 0), None)
         if answering is not None and may_join(answering):
-            picks.append(answering)
+            picks = [*picks[: max_sentences - 1], answering]
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
             break

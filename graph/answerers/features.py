@@ -156,6 +156,13 @@ _HOW_OFTEN = re.compile(r"\bhow often\b|\bhow frequently\b|\bhow many times\b|"
 LEAD_TIME_ASKED = re.compile(r"\bhow (?:far|long|much time|many (?:\w+ )?(?:days|weeks|months)|early|soon) "
                             r"(?:ahead|in advance|beforehand|before(?:hand)? (?:i|we|you)|prior)\b|"
                             r"\bhow far out\b|\bhow much (?:advance )?notice\b", re.IGNORECASE)
+# "how long should my password be?", "what's the minimum password length?", "how many characters …": a
+# size, which a sentence states in characters or words.
+SIZE_ASKED = re.compile(r"\bhow long\s+(?:should|must|can|could|do|does)\s+(?:my|the|a|an|our|your)\s+(?:[\w-]+\s+){0,2}?be\b|"
+                        r"\b(?:password|passphrase|pin|passcode)\s+length\b|\blength of (?:my |the |a )?(?:password|passphrase|pin)\b|"
+                        r"\bhow many (?:characters|chars|digits|letters|words)\b", re.IGNORECASE)
+STATES_SIZE = re.compile(r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve|fifteen|twenty)\+?\s*(?:-\s*)?"
+                         r"(?:characters?|chars?|digits?|letters?|words?)\b", re.IGNORECASE)
 _AHEAD = re.compile(r"\b(?:in advance|ahead|before|prior|beforehand|notice|lead time)\b", re.IGNORECASE)
 _FREQUENCY = re.compile(r"\b(?:every|each|per|a|an)\s+(?:\w+\s)?(?:day|week|month|quarter|year|fiscal|calendar|"
                         r"business|working)|\b(?:daily|weekly|fortnightly|monthly|quarterly|annually|yearly|"
@@ -371,14 +378,16 @@ def names(question: str) -> set[str]:
 
 
 def answer_kind(question: str) -> str | None:
-    """What kind of sentence answers the question: address (an email or a channel), quantity,
-    frequency, lead time, when, who, rule, or None."""
+    """What kind of sentence answers the question: address (an email or a channel), size (in
+    characters or words), quantity, frequency, lead time, when, who, rule, or None."""
     if not question.isascii():
         question = _ARABIC_DIACRITICS.sub("", question).translate(_ARABIC_FORMS)
     if _WHICH_ADDRESS.search(question):
         return "address"
     if _WHO.search(question):
         return "who"
+    if SIZE_ASKED.search(question):
+        return "size"
     if _HOW_OFTEN.search(question):
         return "frequency"
     if LEAD_TIME_ASKED.search(question):
@@ -412,6 +421,8 @@ def kind_score(kind: str | None, sentence: str, *, question: str = "") -> float:
         if _DIGIT.search(_PERCENT_FIGURE.sub(" ", _ASKED_AMOUNT.sub(" ", sentence))) or _CALENDAR.search(sentence):
             return TYPE_BONUS
         return 0.0 if _DATEISH.search(sentence) else -TYPE_PENALTY
+    if kind == "size":  # "ideally 15 characters or longer"
+        return TYPE_BONUS if STATES_SIZE.search(sentence) else -TYPE_PENALTY
     if kind == "address":  # "panic@gitlab.com", "#security-help"
         return TYPE_BONUS if _ADDRESS.search(sentence) else -TYPE_PENALTY
     if kind == "who":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from graph.answerers.features import LEAD_TIME_ASKED
+from graph.answerers.features import LEAD_TIME_ASKED, SIZE_ASKED, STATES_SIZE
 
 Figure = Literal["money", "duration", "size"]
 # How the trace names a figure that no quote states (`missing_terms`).
@@ -76,21 +76,13 @@ _STATES_MONEY = re.compile(
     re.IGNORECASE)
 
 
-# "how long should my password be?", "what's the minimum password length?", "how many characters …"
-_SIZE = re.compile(r"\bhow long\s+(?:should|must|can|could|do|does)\s+(?:my|the|a|an|our|your)\s+(?:[\w-]+\s+){0,2}?be\b|"
-                   r"\b(?:password|passphrase|pin|passcode)\s+length\b|\blength of (?:my |the |a )?(?:password|passphrase|pin)\b|"
-                   r"\bhow many (?:characters|chars|digits|letters|words)\b", re.IGNORECASE)
-_STATES_SIZE = re.compile(r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve|fifteen|twenty)\+?\s*(?:-\s*)?"
-                          r"(?:characters?|chars?|digits?|letters?|words?)\b", re.IGNORECASE)
-
-
 def asked_figure(question: str) -> Figure | None:
     """The kind of figure an English question asks for: "size" (how long a password should be, how
     many characters), "duration" (how long, how many days, how much leave), "money" (how much does it
     cost or pay, what is the allowance or maximum), or None."""
     if not question.isascii():
         return None
-    if _SIZE.search(question):
+    if SIZE_ASKED.search(question):
         return "size"
     if _DURATION.search(question) or LEAD_TIME_ASKED.search(question):  # "how far ahead …", "how much notice …"
         return "duration"
@@ -103,5 +95,5 @@ def states_figure(figure: Figure, sentence: str) -> bool:
     """Whether a sentence states a figure of that kind (or says there is none: "unlimited", "no
     waiting period", "not covered"): "up to $700 per month", "15%", "in full"; "90 days", "ten (10)
     years", "three months"."""
-    pattern = {"money": _STATES_MONEY, "duration": _STATES_DURATION, "size": _STATES_SIZE}[figure]
+    pattern = {"money": _STATES_MONEY, "duration": _STATES_DURATION, "size": STATES_SIZE}[figure]
     return bool(pattern.search(sentence))

@@ -145,6 +145,22 @@ async def test_a_best_sentence_of_the_wrong_kind_brings_the_answer_from_further_
     assert "each fiscal quarter" in shown, shown
 
 
+async def test_a_password_length_is_quoted_however_far_below_the_sentences_about_passwords_it_scores(
+        embedder: Embedder) -> None:
+    """Sentences about passwords in general are closer to "how long should my passwords be?" than the
+    one that states a length, and fill the answer with their neighbours; the length is quoted anyway."""
+    text = ("# Passwords\n\nThe passwords we choose protect the security of Acme-managed systems and data."
+            " Below is guidance for setting passwords on Acme-managed accounts, which will be enforced when the"
+            " tools allow it. Many of us are administrators as well as users, so be thoughtful when choosing"
+            " passwords.\n\nDo: use a password manager (we use 1Password).\n\n"
+            "Do: create one that is ideally 14 characters or more.\n\nDon't: reuse passwords between accounts.\n")
+    passage = _passage("security/passwords", "Passwords", text, score=0.5)
+    request = AnswerRequest(question="how long should my passwords be at acme?", language="en", passages=[passage],
+                            min_score=0.3, messages=[])
+    shown = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "14 characters" in shown, shown
+
+
 @pytest.mark.parametrize(("question", "shown", "never"), [
     ("I'm visiting a supplier in Denver. What's the most the company will pay for my hotel per night?",
      "USD 180", ("USD 250", "GBP 210", "AED 900")),
