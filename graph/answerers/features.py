@@ -377,6 +377,30 @@ def names(question: str) -> set[str]:
     return {t for w in capitalised(question) for t in tokens(w)}
 
 
+# A chatty message tells the asker's situation around what it asks ("single parent here and the company
+# offsite is in sept. does sourcegraph help pay for childcare while im away?"): its parts, split at
+# sentence ends, at a dash between words, and at a comma before a question word.
+_PART_BREAK = re.compile(r"(?<=[.?!])\s+|\s+[-–—]\s+|(?<=[,;:])\s+(?=(?:how|what|whats|what's|when|where|who|"
+                         r"which|can|could|do|does|is|are|am|should|will|would)\b)", re.IGNORECASE)
+_ASKS = re.compile(r"^\W*(?:(?:and|or|also|plus|but)\s+)?(?:how|what|whats|what's|when|where|who|which|can|could|"
+                   r"do|does|is|are|am|should|will|would)\b", re.IGNORECASE)
+_ACRONYM = re.compile(r"\b[A-Z]{2,4}\b")
+
+
+def asking_part(question: str) -> str | None:
+    """The parts of a message that ask, with those that name a place, a company or a plan ("just joined
+    GitLab Ltd in manchester.") and the one an asking part points back to ("my therapist wrote me a note,
+    is *that* enough …?"); None when every part is kept or none asks."""
+    parts = [p for p in _PART_BREAK.split(question.strip()) if p.strip()]
+    if len(parts) < 2:
+        return None
+    asks = [p.rstrip().endswith("?") or bool(_ASKS.match(p)) for p in parts]
+    keep = [a or bool(places(p, widen=True) or names(p) or _ACRONYM.search(p)) for p, a in zip(parts, asks, strict=True)]
+    if not any(asks) or all(keep):
+        return None
+    return " ".join(p for p, k in zip(parts, keep, strict=True) if k)
+
+
 def answer_kind(question: str) -> str | None:
     """What kind of sentence answers the question: address (an email or a channel), size (in
     characters or words), quantity, frequency, lead time, when, who, rule, or None."""

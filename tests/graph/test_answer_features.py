@@ -614,3 +614,19 @@ def test_a_sentence_that_ends_by_sending_the_reader_elsewhere_is_a_pointer() -> 
     # …unless it states the amount on its way there
     assert not features.is_pointer("You may expense up to $50 a day; see the travel policy for more details.")
     assert features.answer_kind("gitlab inc 401k - what's the company match?") == "quantity"
+
+
+@pytest.mark.parametrize(("question", "asking"), [
+    ("single parent here and the offsite is in sept. does acme help pay for childcare while im away?",
+     "does acme help pay for childcare while im away?"),
+    ("my laptop is being upgraded - can I buy the old one, and how is the price worked out?",
+     "can I buy the old one, and how is the price worked out?"),
+    # a part that names a place, a company or a plan stays: it says which rule applies
+    ("just joined Acme Ltd in manchester. thinking about retirement. how much goes into my pension?",
+     "just joined Acme Ltd in manchester. how much goes into my pension?"),
+    ("canada based - does the company match RRSP contributions? and how much", None),  # every part kept
+    ("how much is the home office stipend?", None),  # one part
+    ("leaving at the end of the month. shipping back my monitor.", None),  # nothing asks
+])
+def test_the_parts_of_a_message_that_ask(question: str, asking: str | None) -> None:
+    assert features.asking_part(question) == asking

@@ -161,6 +161,21 @@ async def test_a_password_length_is_quoted_however_far_below_the_sentences_about
     assert "14 characters" in shown, shown
 
 
+async def test_a_chatty_message_is_answered_on_what_it_asks_not_on_the_situation_it_tells(
+        embedder: Embedder) -> None:
+    """"single parent here and our team offsite is in sept." tells the asker's situation: the sentence
+    about when offsites are is no part of the answer about paying for a babysitter."""
+    text = ("# Team offsites\n\nEvery team meets at an offsite once a year, usually in September, and Acme pays for"
+            " your travel to it. Dependent care: Acme covers the cost of looking after dependents while you are away"
+            " on company travel, up to USD 60 per day. Flights are booked through the travel desk.\n")
+    passage = _passage("travel/offsites", "Team offsites", text, score=0.5)
+    request = AnswerRequest(question="single parent here and our team offsite is in sept. does acme help pay for a"
+                                     " babysitter while im away?", language="en", passages=[passage], min_score=0.3,
+                            messages=[])
+    shown = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    assert "USD 60 per day" in shown and "September" not in shown, shown
+
+
 @pytest.mark.parametrize(("question", "shown", "never"), [
     ("I'm visiting a supplier in Denver. What's the most the company will pay for my hotel per night?",
      "USD 180", ("USD 250", "GBP 210", "AED 900")),
