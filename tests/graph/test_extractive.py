@@ -11,6 +11,7 @@ from bot.services import Services
 from graph.answerers import AnswerRequest
 from graph.answerers.extractive import (
     CANDIDATE_SCHEME,
+    MAX_SENTENCES,
     NAME_PENALTY,
     SHORTLIST,
     ExtractiveAnswerer,
@@ -55,6 +56,12 @@ def _passage(doc: str, title: str, text: str, *, heading: str | None = None, sco
     return Passage(chunk_id=f"t:{doc}:v1:0000", doc_id=doc, version="v1", title=title, source_path=f"{doc}.md",
                    page=None, heading=heading or title, text=text, score=score, rrf=0.03, owner=None, policy_id=None,
                    lang="en")
+
+
+async def _shown(embedder: Embedder, question: str, *passages: Passage, max_sentences: int = MAX_SENTENCES) -> str:
+    """What the extractive answerer shows for an English question over these passages (floor 0.3)."""
+    request = AnswerRequest(question=question, language="en", passages=list(passages), min_score=0.3, messages=[])
+    return (await ExtractiveAnswerer(embedder=embedder, max_sentences=max_sentences).respond(request)).message.content
 
 
 async def test_stored_vectors_shortlist_what_is_encoded_and_the_answer_stays_the_same(embedder: Embedder) -> None:
@@ -126,9 +133,8 @@ async def test_a_sentence_that_only_restates_the_question_brings_the_answer_next
             " how well they spot phishing. At a minimum, one campaign takes place each fiscal quarter."
             " Reports go to the security inbox.\n")
     passage = _passage("security/phishing", "Phishing Programme", text, score=0.7)
-    request = AnswerRequest(question="How often does the security team send simulated phishing emails?",
-                            language="en", passages=[passage], min_score=0.3, messages=[])
-    shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
+    shown = await _shown(embedder, "How often does the security team send simulated phishing emails?", passage,
+                         max_sentences=2)
     assert "each fiscal quarter" in shown
 
 
@@ -139,9 +145,7 @@ async def test_a_best_sentence_of_the_wrong_kind_brings_the_answer_from_further_
             " times throughout the campaign. At a minimum, one phishing simulation campaign will take place each"
             " fiscal quarter.\n")
     passage = _passage("security/phishing", "Phishing Programme", text, score=0.7)
-    request = AnswerRequest(question="How often does the security team send simulated phishing emails?",
-                            language="en", passages=[passage], min_score=0.3, messages=[])
-    shown = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    shown = await _shown(embedder, "How often does the security team send simulated phishing emails?", passage)
     assert "each fiscal quarter" in shown, shown
 
 
@@ -155,9 +159,7 @@ async def test_a_password_length_is_quoted_however_far_below_the_sentences_about
             " passwords.\n\nDo: use a password manager (we use 1Password).\n\n"
             "Do: create one that is ideally 14 characters or more.\n\nDon't: reuse passwords between accounts.\n")
     passage = _passage("security/passwords", "Passwords", text, score=0.5)
-    request = AnswerRequest(question="how long should my passwords be at acme?", language="en", passages=[passage],
-                            min_score=0.3, messages=[])
-    shown = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    shown = await _shown(embedder, "how long should my passwords be at acme?", passage)
     assert "14 characters" in shown, shown
 
 
@@ -169,10 +171,8 @@ async def test_a_chatty_message_is_answered_on_what_it_asks_not_on_the_situation
             " your travel to it. Dependent care: Acme covers the cost of looking after dependents while you are away"
             " on company travel, up to USD 60 per day. Flights are booked through the travel desk.\n")
     passage = _passage("travel/offsites", "Team offsites", text, score=0.5)
-    request = AnswerRequest(question="single parent here and our team offsite is in sept. does acme help pay for a"
-                                     " babysitter while im away?", language="en", passages=[passage], min_score=0.3,
-                            messages=[])
-    shown = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    shown = await _shown(embedder, "single parent here and our team offsite is in sept. does acme help pay for a"
+                                   " babysitter while im away?", passage)
     assert "USD 60 per day" in shown and "September" not in shown, shown
 
 
@@ -186,8 +186,7 @@ async def test_a_place_s_row_is_quoted_without_the_rows_of_other_places(embedder
     text = ("Travel > Hotels\nThe company pays up to the following nightly limits, before taxes:\n"
             "City | Nightly limit\nBoston | USD 250\nLondon | GBP 210\nDubai | AED 900\nAny other city | USD 180\n")
     passage = _passage("finance/travel", "Travel", text, heading="Travel > Hotels")
-    request = AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    answer = await _shown(embedder, question, passage)
     assert shown in answer and not any(other in answer for other in never), answer
 
 
@@ -206,8 +205,7 @@ async def test_a_question_about_one_country_is_answered_from_its_page_with_the_f
     ireland = _benefits("Ireland", "Team members can join the company pension plan and choose how much to save. "
                                    "The company matches up to 5% of base salary.", 0.40)
     question = "Does the company match retirement savings for Canadian team members?"
-    request = AnswerRequest(question=question, language="en", passages=[ireland, canada], min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    answer = await _shown(embedder, question, ireland, canada)
     assert "up to 3%" in answer and "5%" not in answer and "Ireland" not in answer, answer
     # Without a country in the question, both pages stay candidates.
     assert _about_the_place_asked("Does the company match retirement savings?", [ireland, canada]) == [ireland, canada]
@@ -230,9 +228,7 @@ async def test_a_sentence_two_chunks_of_one_page_share_is_quoted_once(embedder: 
     first = _passage("finance/claims", "Claims", f"Claims\nSubmit claims in the expense tool. {shared}", score=0.7)
     second = Passage(**{**first.__dict__, "chunk_id": "t:finance/claims:v1:0001",
                         "text": f"Claims\n{shared} Late claims are paid in the next cycle."})
-    request = AnswerRequest(question="How long until a reimbursement is paid back?", language="en",
-                            passages=[first, second], min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    answer = await _shown(embedder, "How long until a reimbursement is paid back?", first, second)
     assert answer.count("7-10 days") == 1, answer
 
 
@@ -242,10 +238,8 @@ async def test_in_a_passage_of_tiers_the_tier_that_holds_the_asker_s_case_is_quo
             "offered a lump sum equivalent to 4 weeks pay. If you've been with the company for over 1 year, you'll "
             "be offered an additional 2 weeks pay for every year of employment.")
     passage = _passage("hr/severance", "Severance", text, score=0.5)
-    request = AnswerRequest(question="If my contract is terminated about 8 months after I joined, what severance "
-                                     "would I normally be offered?", language="en", passages=[passage],
-                            min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    answer = await _shown(embedder, "If my contract is terminated about 8 months after I joined, what severance "
+                                    "would I normally be offered?", passage)
     assert "4 weeks pay" in answer, answer
 
 
@@ -256,9 +250,7 @@ async def test_a_roughly_stated_case_brings_the_tier_that_holds_it_beside_the_ge
             "you've been with the company for over 1 year, you'll be offered an additional 2 weeks pay for every "
             "year of employment.")
     passage = _passage("hr/severance", "Severance Packages", text, score=0.5)
-    request = AnswerRequest(question="if acme42 lets me go after ~8 months, what severance would i get?",
-                            language="en", passages=[passage], min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    answer = await _shown(embedder, "if acme42 lets me go after ~8 months, what severance would i get?", passage)
     assert "4 weeks pay" in answer, answer
     assert "additional 2 weeks" not in answer, answer
 
@@ -269,9 +261,8 @@ async def test_how_far_ahead_is_answered_by_the_lead_time_not_a_rule_about_the_s
             "class when travelling for a customer meeting. Travellers will ideally book: International: at least 21 "
             "days in advance. Domestic: at least 14 days in advance.")
     passage = _passage("finance/travel", "Flights", text, score=0.6)
-    request = AnswerRequest(question="how far ahead are we supposed to book international flights for work trips?",
-                            language="en", passages=[passage], min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    answer = await _shown(embedder, "how far ahead are we supposed to book international flights for work trips?",
+                          passage)
     assert "21 days in advance" in answer.split("\n")[0], answer
 
 
@@ -322,9 +313,7 @@ async def test_a_line_break_written_as_html_in_a_table_cell_is_shown_as_a_separa
     text = ("Leave > Pay\nLeave | Pay while away\nMedical leave | 100% for 4 weeks<br>Then 60% for 8 weeks<br/>"
             "After 12 weeks: unpaid\n")
     passage = _passage("hr/leave-pay", "Leave", text, heading="Leave > Pay")
-    request = AnswerRequest(question="How am I paid during medical leave?", language="en", passages=[passage],
-                            min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder).respond(request)).message.content
+    answer = await _shown(embedder, "How am I paid during medical leave?", passage)
     assert "100% for 4 weeks; Then 60% for 8 weeks; After 12 weeks: unpaid" in answer and "<br" not in answer, answer
 
 
@@ -346,9 +335,8 @@ async def test_a_pointer_to_another_section_is_not_quoted_over_the_fact(embedder
     bonuses = _passage("total-rewards/incentives", "Incentives", "Incentives > Anniversaries\nA bot posts a shout-out "
                        "for every hire date anniversary. Visit our Anniversary Gift section for more information about "
                        "the gifts.", heading="Incentives > Anniversaries", score=0.55)
-    request = AnswerRequest(question="What's the anniversary gift when you hit 5 years?", language="en",
-                            passages=[bonuses, gifts], min_score=0.3, messages=[])
-    answer = (await ExtractiveAnswerer(embedder=embedder, max_sentences=1).respond(request)).message.content
+    answer = await _shown(embedder, "What's the anniversary gift when you hit 5 years?", bonuses, gifts,
+                          max_sentences=1)
     assert "backpack" in answer, answer
 
 
@@ -419,10 +407,8 @@ def test_a_question_inside_a_paragraph_is_the_text_s_own_not_an_faq_s() -> None:
 async def test_a_sentence_that_points_back_is_quoted_with_the_one_it_points_to(embedder: Embedder) -> None:
     text = ("# Records\n\nFinance keeps signed contracts and payroll records in the archive for seven years. "
             "These are used in audits and tax reviews. Desk bookings are kept for a month.\n")
-    request = AnswerRequest(question="Which records are used in audits and tax reviews?", language="en",
-                            passages=[_passage("finance/records", "Records", text, score=0.7)], min_score=0.3,
-                            messages=[])
-    shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
+    shown = await _shown(embedder, "Which records are used in audits and tax reviews?",
+                         _passage("finance/records", "Records", text, score=0.7), max_sentences=2)
     assert "These are used in audits" in shown and "signed contracts and payroll records" in shown
 
 
@@ -469,10 +455,8 @@ async def test_a_short_faq_answer_is_quoted_with_the_rest_of_it(embedder: Embedd
             "Q: If my therapy costs more than $250 a year, can I claim the full amount?\n\n"
             "A: Unfortunately, not at this time. The maximum annual amount is $250 per teammate.\n\n"
             "Q: Can I use it for a family member?\n\nA: No, the benefit is for teammates only.\n")
-    request = AnswerRequest(question="What's the annual cap on the wellbeing stipend?", language="en",
-                            passages=[_passage("people/wellbeing", "Wellbeing", text, score=0.7)], min_score=0.3,
-                            messages=[])
-    shown = (await ExtractiveAnswerer(embedder=embedder, max_sentences=2).respond(request)).message.content
+    shown = await _shown(embedder, "What's the annual cap on the wellbeing stipend?",
+                         _passage("people/wellbeing", "Wellbeing", text, score=0.7), max_sentences=2)
     if "Unfortunately, not at this time." in shown:  # quoted, the short answer comes with its fact
         assert "The maximum annual amount is $250 per teammate." in shown
     assert "$250 per teammate" in shown
