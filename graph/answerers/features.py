@@ -158,7 +158,8 @@ LEAD_TIME_ASKED = re.compile(r"\bhow (?:far|long|much time|many (?:\w+ )?(?:days
                             r"\bhow far out\b|\bhow much (?:advance )?notice\b", re.IGNORECASE)
 # "how long should my password be?", "what's the minimum password length?", "how many characters …": a
 # size, which a sentence states in characters or words.
-SIZE_ASKED = re.compile(r"\bhow long\s+(?:should|must|can|could|do|does)\s+(?:my|the|a|an|our|your)\s+(?:[\w-]+\s+){0,2}?be\b|"
+SIZE_ASKED = re.compile(r"\bhow long\s+(?:should|must|can|could|do|does)\s+(?!(?:i|we|you|they|he|she)\b)"
+                        r"(?:(?:my|the|a|an|our|your)\s+)?(?:[\w-]+\s+){0,2}?be\b|"
                         r"\b(?:password|passphrase|pin|passcode)\s+length\b|\blength of (?:my |the |a )?(?:password|passphrase|pin)\b|"
                         r"\bhow many (?:characters|chars|digits|letters|words)\b", re.IGNORECASE)
 STATES_SIZE = re.compile(r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve|fifteen|twenty)\+?\s*(?:-\s*)?"

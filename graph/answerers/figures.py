@@ -25,7 +25,7 @@ _TIME_THING = (r"(?:(?:paid|unpaid|medical|sick|parental|maternity|paternity|ann
                r"holiday|notice|leave)\s+)*(?:leave|time|time off|pto|notice|vacation|holidays?|days?|weeks?|"
                r"months?|years?|hours?)")
 # "how much of my medical leave is paid?" asks for a length of time, as "how much medical leave" does.
-_OF_THE = r"(?:of\s+(?:the\s+|my\s+|your\s+|our\s+|a\s+|an\s+)?)?"
+_OF_THE = r"(?:of\s+(?:the\s+|my\s+|your\s+|our\s+|a\s+|an\s+|[\w-]+(?:'s|’s|s')\s+)?)?"  # "of sourcegraph's"
 _MONEY_WORD = (r"(?:cost|costs|pay|pays|paid|payout|spend|reimburs\w*|worth|budget|allowance|stipend|expense|"
                r"claim|cover|covers|contribut\w*|match|matches|charge|fee|price|salary|bonus|per diem|"
                r"dollars?|euros?|pounds?|money|cash|fsa|hsa|401k|pension|insurance)")
@@ -43,7 +43,8 @@ _MONEY = re.compile(
 _DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"
                        r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)"
                        # the length of a thing: "how long should my passwords be at Sourcegraph?"
-                       r"(?!\s+(?:should|must|can|could|do|does)\s+(?:my|the|a|an|our|your)\s+(?:[\w-]+\s+){0,2}?be\b)|"
+                       r"(?!\s+(?:should|must|can|could|do|does)\s+(?!(?:i|we|you|they|he|she)\b)"
+                       r"(?:(?:my|the|a|an|our|your)\s+)?(?:[\w-]+\s+){0,2}?be\b)|"
                        rf"\bhow much\s+{_OF_THE}{_TIME_THING}\b", re.IGNORECASE)
 
 _UNIT = r"(?:minutes?|hours?|hrs?|days?|nights?|weeks?|wks?|months?|years?|yrs?|quarters?|semesters?)"

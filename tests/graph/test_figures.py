@@ -23,6 +23,9 @@ from graph.answerers.figures import asked_figure, states_figure
     ("What is the forklift speed limit inside the warehouse?", None),
     ("How much food can the larvae eat per day?", None),
     ("how long should my passwords be?", "size"),
+    ("how long should passwords be under the acme guidelines?", "size"),
+    ("spending the winter in lisbon. how long can i be away from my home office?", "duration"),
+    ("out for surgery for a month. how much of acme's medical leave is paid?", "duration"),
     ("Do I need permission to take on a side job?", None),
     ("كم يبلغ بدل السكن؟", None),
 ])
