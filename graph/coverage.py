@@ -69,7 +69,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from graph.answerers import features
-from graph.tenant_names import BRAND, WORD, Names, word_key
+from graph.tenant_names import BRAND, EMPTY, WORD, Lexicon, Names, word_key
 from retrieval.glossary import english_groups
 from retrieval.language import detect_language
 from retrieval.rerank import near_miss
@@ -164,19 +164,18 @@ class Gap:
 
 
 def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
-             names: Names | None = None, words: AbstractSet[str] = frozenset(),
-             wide: AbstractSet[str] = frozenset()) -> Gap | None:
-    """The distinguishing terms no single passage at or above the floor holds, or None. `names`:
-    the tenant's names and the documents that use each (graph/tenant_names.py); a passage covers
-    one of them when its document uses it. `words`: every word the tenant's documents use; a
-    capitalised word of the question none of them uses, even misspelt, is one no passage holds.
-    `wide`: the names most documents of a folder use (a company's), which count wherever the
-    question writes them, not only in the sentences that ask."""
+             lexicon: Lexicon = EMPTY) -> Gap | None:
+    """The distinguishing terms no single passage at or above the floor holds, or None. `lexicon`:
+    the tenant's (graph/tenant_names.py). Its `names`: the tenant's names and the documents that
+    use each; a passage covers one of them when its document uses it. Its `words`: every word the
+    tenant's documents use; a capitalised word of the question none of them uses, even misspelt, is
+    one no passage holds. Its `wide`: the names most documents of a folder use (a company's), which
+    count wherever the question writes them, not only in the sentences that ask."""
     top = max((p.score for p in passages), default=0.0)
     fit = [p for p in passages if p.score >= max(min_score, top - QUOTED_MARGIN)]
     if not fit:
         return None
-    names = names or {}
+    names, words, wide = lexicon.names, lexicon.words, lexicon.wide
     if detect_language(question) != "en" or any(p.lang != "en" for p in fit):
         wanted = _names_written_in_latin(question, names)
         if all(p.lang == "en" for p in fit):
@@ -233,15 +232,15 @@ def _sited_places(question: str) -> frozenset[str]:
     return frozenset(t for t in (*english, *arabic) if t.startswith("city:"))
 
 
-def named_passages(question: str, passages: Sequence[Passage], names: Names,
-                   wide: AbstractSet[str] = frozenset()) -> list[Passage]:
+def named_passages(question: str, passages: Sequence[Passage], lexicon: Lexicon = EMPTY) -> list[Passage]:
     """The passages whose documents use every tenant name the question asks with ("… at Sourcegraph"):
     what an answer may quote once the gate has passed. Another company's page is not evidence for
-    a question about this one, however close its wording. The names are those the gate looks for:
-    in the sentences that ask, or anywhere for a company's (`wide`, graph/tenant_names.py); "got a
-    quote from an apple authorized shop. what's the repair cutoff?" keeps the laptop-repair page that
-    never says Apple. Without such a name, or when no passage's document uses them all, the passages
-    as they are."""
+    a question about this one, however close its wording. The names are those of the tenant's
+    `lexicon` (its `names`, graph/tenant_names.py) the gate looks for: in the sentences that ask, or
+    anywhere for a company's (its `wide`); "got a quote from an apple authorized shop. what's the
+    repair cutoff?" keeps the laptop-repair page that never says Apple. Without such a name, or when
+    no passage's document uses them all, the passages as they are."""
+    names, wide = lexicon.names, lexicon.wide
     asking = _asked_words(question)
     asked = {word_key(w) for w in WORD.findall(question) if word_key(w) in names
              and (word_key(w) in wide or word_key(w) in asking)}

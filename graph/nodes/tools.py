@@ -142,7 +142,7 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
     # different figure is no conflict for it (nor evidence). One that names none, in a tenant of
     # several, may be asked of each: two organisations' different figures are two answers, given
     # under each one's name, and a conflict is one within an organisation's documents.
-    named = named_passages(question, found, known.names, known.wide)
+    named = named_passages(question, found, known)
     if conflict_check is not None:
         compared = await _conflict_question(question, named, closest)
         overridden: set[str] = set()
@@ -155,8 +155,7 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         found = [p for p in found if p.chunk_id not in overridden]
         named = [p for p in named if p.chunk_id not in overridden]
     if not conflicts:
-        gap = find_gap(question, found, min_score=result.min_score, names=known.names, words=known.words,
-                       wide=known.wide)
+        gap = find_gap(question, found, min_score=result.min_score, lexicon=known)
         if gap is not None:
             gate, missing = "below_score_floor", list(gap.missing)
         else:

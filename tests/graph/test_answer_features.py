@@ -13,7 +13,7 @@ from qdrant_edge import Bm25, Bm25Config
 from graph.answerers import features
 from graph.coverage import find_gap, named_passages
 from graph.nodes.tools import _screen
-from graph.tenant_names import Lexicon, TenantNames, build_lexicon
+from graph.tenant_names import Lexicon, Names, TenantNames, build_lexicon
 from retrieval.conflicts import ConflictReport, detect_conflicts
 from retrieval.search import Passage, SearchResult
 
@@ -23,6 +23,11 @@ def passage(text: str, *, heading: str = "Leave Policy > Annual Leave", title: s
     return Passage(chunk_id=f"t:{doc}:v1:0000", doc_id=doc, version="v1", title=title, source_path=f"{doc}.md",
                    page=None, heading=heading, text=f"{heading}\n{text}", score=score, rrf=0.03, owner=None,
                    policy_id=None, lang=lang)
+
+
+def named(names: Names, wide: frozenset[str] = frozenset()) -> Lexicon:
+    """A tenant's lexicon with these names (and company names, `wide`) and no words."""
+    return Lexicon(names=names, words=frozenset(), wide=wide)
 
 
 @pytest.mark.parametrize(("question", "kind"), [
@@ -308,9 +313,10 @@ def test_across_languages_the_gate_reads_the_tenant_s_names_and_the_qualifiers_t
     assert find_gap("ما الحد الأقصى لليلة في الفندق في بوسطن؟", [hotels], min_score=0.3) is None
     assert find_gap("ما الحد الأقصى لليلة في الفندق في دنفر؟", [HOTELS], min_score=0.3) is None  # any other city
     names = {"globex": frozenset({"globex/security"}), "acme": frozenset({"hr/leave"})}
-    gap = find_gap("كم يومًا يمكنني ترحيلها في Globex؟", [CARRY], min_score=0.3, names=names)
+    known = named(names)
+    gap = find_gap("كم يومًا يمكنني ترحيلها في Globex؟", [CARRY], min_score=0.3, lexicon=known)
     assert gap is not None and gap.missing == ("Globex",)
-    assert find_gap("كم يومًا يمكنني ترحيلها في Acme؟", [CARRY], min_score=0.3, names=names) is None
+    assert find_gap("كم يومًا يمكنني ترحيلها في Acme؟", [CARRY], min_score=0.3, lexicon=known) is None
     assert find_gap("Can I carry over unused sick days?", [CARRY], min_score=0.9) is None  # nothing fit to quote
 
 
@@ -318,9 +324,10 @@ def test_another_company_s_catch_all_does_not_cover_the_company_asked_about() ->
     pets = passage("All employees get a 10% discount on pet insurance.", heading="Benefits > Pet Insurance",
                    title="Benefits", doc="acme/benefits")
     names = {"globex": frozenset({"globex/security"}), "acme": frozenset({"acme/benefits"})}
-    gap = find_gap("how much is the pet insurance discount at Globex?", [pets], min_score=0.3, names=names)
+    known = named(names)
+    gap = find_gap("how much is the pet insurance discount at Globex?", [pets], min_score=0.3, lexicon=known)
     assert gap is not None and gap.missing == ("Globex",)
-    assert find_gap("how much is the pet insurance discount at Acme?", [pets], min_score=0.3, names=names) is None
+    assert find_gap("how much is the pet insurance discount at Acme?", [pets], min_score=0.3, lexicon=known) is None
     # A catch-all still covers a place or a team the question names.
     assert find_gap("Is the pet insurance discount the same in Finance?", [pets], min_score=0.3) is None
 
@@ -369,10 +376,11 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
     acme_passwords = passage("Passwords have at least 12 characters.", heading="Access > Passwords",
                              title="Access Standard", doc="acme/access")
     names = {**names, "acme": frozenset({"acme/travel", "acme/access"})}
-    gap = find_gap("min password length at globex?", [acme_passwords], min_score=0.3, names=names)
+    known = named(names)
+    gap = find_gap("min password length at globex?", [acme_passwords], min_score=0.3, lexicon=known)
     assert gap is not None and gap.missing == ("globex",)
     # The passage's document uses the name even where the passage does not: it answers.
-    assert find_gap("min password length at acme?", [acme_passwords], min_score=0.3, names=names) is None
+    assert find_gap("min password length at acme?", [acme_passwords], min_score=0.3, lexicon=known) is None
     # Without the tenant's names the passages alone cannot tell "globex" is one.
     assert find_gap("min password length at globex?", [acme_passwords], min_score=0.3) is None
 
@@ -419,8 +427,9 @@ def test_a_name_most_of_a_folder_s_documents_use_is_every_one_of_them_s() -> Non
     assert names["navan"] == {"acme/travel", "globex/travel"}  # one of two in each folder: not theirs all
     meetups = passage("Company meetups last one week, twice a year.", heading="Meetups", title="Meetups",
                       doc="acme/meetups")
-    assert find_gap("How long do the Acme meetups last?", [meetups], min_score=0.3, names=names) is None
-    gap = find_gap("How long do the Globex meetups last?", [meetups], min_score=0.3, names=names)
+    known = named(names)
+    assert find_gap("How long do the Acme meetups last?", [meetups], min_score=0.3, lexicon=known) is None
+    gap = find_gap("How long do the Globex meetups last?", [meetups], min_score=0.3, lexicon=known)
     assert gap is not None and gap.missing == ("Globex",)
 
 
@@ -437,10 +446,10 @@ def test_only_a_company_s_name_counts_in_a_sentence_that_does_not_ask() -> None:
     meetups = passage("Company meetups last one week, twice a year.", heading="Meetups", title="Meetups",
                       doc="acme/meetups")
     # A tool named while telling the situation is not looked for; a company is.
+    known = named(lexicon.names, lexicon.wide)  # the tenant's names, not its words
     assert find_gap("booked it all in Navan already. how long do the meetups last?", [meetups], min_score=0.3,
-                    names=lexicon.names, wide=lexicon.wide) is None
-    gap = find_gap("I work at Globex. how long do the meetups last?", [meetups], min_score=0.3, names=lexicon.names,
-                   wide=lexicon.wide)
+                    lexicon=known) is None
+    gap = find_gap("I work at Globex. how long do the meetups last?", [meetups], min_score=0.3, lexicon=known)
     assert gap is not None and gap.missing == ("Globex",)
 
 
@@ -451,11 +460,12 @@ def test_a_vendor_named_while_telling_the_situation_does_not_narrow_the_evidence
                       doc="acme/it-vendors", score=0.2)
     names = {"apple": frozenset({"acme/it-vendors"}), "acme": frozenset({"acme/it-repairs", "acme/it-vendors"})}
     question = "got a quote from an apple authorized shop. what's the cutoff where IT replaces it instead?"
-    assert named_passages(question, [repairs, vendors], names, frozenset({"acme"})) == [repairs, vendors]
+    assert named_passages(question, [repairs, vendors], named(names, frozenset({"acme"}))) == [repairs, vendors]
     # Asked with, the vendor's name narrows them; a company's narrows them wherever it is written.
-    assert named_passages("what's the repair cutoff for apple laptops?", [repairs, vendors], names) == [vendors]
+    assert named_passages("what's the repair cutoff for apple laptops?", [repairs, vendors], named(names)) == [vendors]
     assert named_passages("I'm at acme. what's the repair cutoff?", [repairs, vendors],
-                          {**names, "acme": frozenset({"acme/it-repairs"})}, frozenset({"acme"})) == [repairs]
+                          named({**names, "acme": frozenset({"acme/it-repairs"})}, frozenset({"acme"}))) \
+        == [repairs]
 
 
 def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_documents() -> None:
@@ -464,18 +474,20 @@ def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_do
     globex = passage("At Globex, passwords have 15 characters.", heading="Security > Passwords",
                      title="Globex Security", doc="globex/security", score=0.55)
     names = {"acme": frozenset({"acme/access"}), "globex": frozenset({"globex/security"})}
+    known = named(names)
     # Both are fit to quote (the gate passes on Globex's page); the closer Acme page is not evidence.
-    assert find_gap("min password length at globex?", [acme, globex], min_score=0.3, names=names) is None
-    assert named_passages("min password length at globex?", [acme, globex], names) == [globex]
-    assert named_passages("min password length at ACME?", [acme, globex], names) == [acme]
+    assert find_gap("min password length at globex?", [acme, globex], min_score=0.3, lexicon=known) is None
+    assert named_passages("min password length at globex?", [acme, globex], known) == [globex]
+    assert named_passages("min password length at ACME?", [acme, globex], known) == [acme]
     # A name ending in s takes a bare apostrophe ("37signals' policy").
     assert named_passages("what's widgets' password policy?", [acme, globex],
-                          {**names, "widgets": frozenset({"globex/security"})}) == [globex]
+                          named({**names, "widgets": frozenset({"globex/security"})})) == [globex]
     # A page that writes the name counts, whatever the tenant's names say about its document.
-    assert named_passages("min password length at globex?", [acme, globex], {"globex": frozenset()}) == [globex]
+    assert named_passages("min password length at globex?", [acme, globex], named({"globex": frozenset()})) == [globex]
     # No name asked, or none any passage's document uses: the passages as they are.
-    assert named_passages("min password length?", [acme, globex], names) == [acme, globex]
-    assert named_passages("min password length at initech?", [acme, globex], {**names, "initech": frozenset()}) \
+    assert named_passages("min password length?", [acme, globex], known) == [acme, globex]
+    assert named_passages("min password length at initech?", [acme, globex],
+                          named({**names, "initech": frozenset()})) \
         == [acme, globex]
     # The tools node hands the answerer only Globex's page.
     result = SearchResult(query="", language="en", mode="hybrid", passages=[acme, globex], gate=None, top_score=0.62,
@@ -563,18 +575,19 @@ def test_a_capitalised_word_no_document_of_the_tenant_uses_is_one_no_passage_hol
     rivers = passage("Other rivers include the Ovens River and the Goulburn River.", heading="Geography > Rivers",
                      title="Victoria", doc="geo/victoria")
     words = frozenset({"other", "rivers", "river", "include", "ovens", "goulburn", "geography", "victoria", "telenet"})
+    known = Lexicon(names={}, words=words)
     gap = find_gap("What animals does the Czerniakow river's ecosystem include?", [rivers], min_score=0.3,
-                   words=words)
+                   lexicon=known)
     assert gap is not None and gap.missing == ("Czerniakow",)
     # A word the tenant uses, or one a typing error away from one, is not unknown ("Telnet" for Telenet).
-    assert find_gap("Which rivers does the Goulburn River join?", [rivers], min_score=0.3, words=words) is None
-    assert find_gap("Who founded Telnet and which rivers are there?", [rivers], min_score=0.3, words=words) is None
+    assert find_gap("Which rivers does the Goulburn River join?", [rivers], min_score=0.3, lexicon=known) is None
+    assert find_gap("Who founded Telnet and which rivers are there?", [rivers], min_score=0.3, lexicon=known) is None
     # …nor one that begins a word the tenant writes ("iPad" in "iPadOS"), though not any word it begins.
-    devices = frozenset({*words, "ipados", "android"})
-    assert find_gap("Which rivers can I see on my iPad?", [rivers], min_score=0.3, words=devices) is None
-    gap = find_gap("Which rivers can I see from Goul?", [rivers], min_score=0.3, words=devices)
+    devices = Lexicon(names={}, words=frozenset({*words, "ipados", "android"}))
+    assert find_gap("Which rivers can I see on my iPad?", [rivers], min_score=0.3, lexicon=devices) is None
+    gap = find_gap("Which rivers can I see from Goul?", [rivers], min_score=0.3, lexicon=devices)
     assert gap is not None and gap.missing == ("Goul",)  # "Goulburn" is more than a few letters longer
-    gap = find_gap("Which rivers can I see on my Ipa?", [rivers], min_score=0.3, words=devices)
+    gap = find_gap("Which rivers can I see on my Ipa?", [rivers], min_score=0.3, lexicon=devices)
     assert gap is not None and gap.missing == ("Ipa",)  # too short to stand for a longer word
     # Without the tenant's words nothing is unknown.
     assert find_gap("What animals does the Czerniakow river's ecosystem include?", [rivers], min_score=0.3) is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from graph.coverage import find_gap
+from graph.tenant_names import Lexicon
 from tests.graph.test_coverage_items import passage
 
 WORKING_TIME = passage("Full-time staff work 40 hours a week, Monday to Friday. Part of the week may be worked from "
@@ -229,13 +230,14 @@ def test_an_employer_the_tenant_never_names_is_missing_however_it_is_spelt() -> 
     vacation = passage("Staff take 25 vacation days a year.", "Time off > Vacation", doc="hr/time-off")
     words = frozenset({"staff", "take", "vacation", "days", "day", "year", "time", "off", "how", "many", "do", "get",
                        "new", "our", "remote", "employees", "at", "the", "people"})
-    gap = find_gap("how many vacation days do shopify employees get", [vacation], min_score=0.3, words=words)
+    known = Lexicon(names={}, words=words)
+    gap = find_gap("how many vacation days do shopify employees get", [vacation], min_score=0.3, lexicon=known)
     assert gap is not None and gap.missing == ("shopify",)
-    gap = find_gap("how many vacation days do people at shopify get?", [vacation], min_score=0.3, words=words)
+    gap = find_gap("how many vacation days do people at shopify get?", [vacation], min_score=0.3, lexicon=known)
     assert gap is not None and gap.missing == ("shopify",)
     # Staff the tenant's documents speak of are no employer.
-    assert find_gap("how many vacation days do new employees get?", [vacation], min_score=0.3, words=words) is None
-    assert find_gap("how many vacation days do remote staff get?", [vacation], min_score=0.3, words=words) is None
+    assert find_gap("how many vacation days do new employees get?", [vacation], min_score=0.3, lexicon=known) is None
+    assert find_gap("how many vacation days do remote staff get?", [vacation], min_score=0.3, lexicon=known) is None
 
 
 def test_a_dog_or_a_cat_is_a_pet() -> None:
