@@ -14,8 +14,9 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
 - qualifiers from a short list of words that change who or what a rule is for (contractor,
   intern, part-time, wholesale, sick, pet, …) or when it applies (summer, winter: "4-day weeks in
   the *summer*" over the weekly-hours rule);
-- section words: a word of the question that heads a section of the passages retrieved ("Sick
-  Leave", "Carry-Over"): the collection has a section about it, so it is what was asked about;
+- section words: a word of a sentence that asks which heads a section of the passages retrieved
+  ("Sick Leave", "Carry-Over"): the collection has a section about it, so it is what was asked
+  about (not "… *staying* at GitLab. How far ahead do I start the relocation process?");
 - years and decades ("the 2024 rate", "in the 1970s"): a passage about another year answers
   another question. (Other numbers in a question are usually the asker's situation — "an 18
   dollar taxi", "a 12-hour flight" — and are not looked for.)
@@ -32,7 +33,7 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   people or times; and what a policy is asked about, every word of it ("the policy on *smoking or
   vaping* *breaks*").
 
-Staff words count too: a dog or a cat is a pet; a passage for everyone "outside the US" covers any
+Staff words count too: a dog or a cat is a pet, a babysitter dependent care; a passage for everyone "outside the US" covers any
 other country. Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does
 the travel insurance cover?", "spending the *winter* abroad, how long can I …?"), a month ("3 wks
 off over *dec*"), the year they joined ("joined in *2022*"), "part-time" of a course ("a part-time
@@ -106,6 +107,8 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "husband": "spouse partner wife family dependent dependant household",
         "wife": "spouse partner husband family dependent dependant household",
         "childcare": "child children dependent daycare", "daycare": "childcare child children dependent",
+        "babysitter": "childcare child children dependent daycare", "nanny": "childcare child children dependent daycare",
+        "babysitting": "childcare child children dependent daycare",
         "wedding": "marriage married", "marriage": "wedding married",
         "trip": "travel traveling travelling", "reimbursement": "reimburse reimbursed expense expenses expensed",
         "overseas": "international abroad foreign", "abroad": "international overseas foreign",
@@ -469,7 +472,8 @@ _EXISTS = re.compile(r"\b(?:is there|are there|do (?:we|you) (?:have|offer|run|d
                      r"running)|does (?:the company|\w+) (?:have|offer|run|provide|organi[sz]e))\s+"
                      r"(?:(?:a|an|any|the|some|our) )*" + _ITEM +
                      r"(?= (?:for|at|in|on|when|while|if|during|after|before|from|with|to|as|of|over|this|next|that|"
-                     r"which|like|or|and|i|we|you)\b|[?.!,]|$)", re.IGNORECASE)
+                     r"which|like|or|and|i|we|you|because|since|so|reimbursed|covered|paid|refunded)\b|[?.!,]|$)",
+                     re.IGNORECASE)
 # What policies state in other words than the question's ("a deadline": "within 90 days").
 _GENERIC_THING = frozenset(features.stem(w) for w in (
     "deadline limit limits cap minimum maximum max policy policies rule rules process procedure way option options "
@@ -662,8 +666,7 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
             elif low in situational or term in _MONTHS:
                 continue  # the asker's circumstances; a month is when, not what, they ask about
             elif (low in named and low in asked) or qualifier or (term in QUALIFIERS and low not in _NOT_QUALIFIERS) \
-                    or term in sections \
-                    or EQUIVALENTS.get(term, set()) & sections:
+                    or (low in asked and (term in sections or EQUIVALENTS.get(term, set()) & sections)):
                 out[word] = _with_equivalents({term})
     return out
 

@@ -119,9 +119,9 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
         if capital[word_key(form)]:
             capital[word_key(form)] += n
     names = {w for w, n in capital.items() if n >= NAME_MIN_COUNT and lower[w] <= LOWER_SHARE * n} | brands
-    # A place or a region is read as a place; a word with no content (a stopword, a number)
-    # names nothing.
-    names = {w for w in names if features.tokens(w) and not features.places(w) and not w.isdigit()
+    # A place or a region is read as a place; a word with no content (a stopword, a number, a date's
+    # day: "the 10th") names nothing.
+    names = {w for w in names if features.tokens(w) and not features.places(w) and not _NUMBER.fullmatch(w)
              and w not in _REGIONS and w not in _CALENDAR}
     docs: dict[str, set[str]] = defaultdict(set)
     for doc_id, words in used.items():
@@ -152,6 +152,7 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
                    wide=frozenset(wide))
 
 
+_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")
 # Where every word is written with a capital: the start of a sentence, a line, a list item or a table cell.
 _OPENINGS = re.compile(r"(?<=[.!?:;])\s+|\n|\s\|\s")
 _MARKER = re.compile(r"^[\s\-*•#>|\d.)]*")

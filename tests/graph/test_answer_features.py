@@ -369,6 +369,9 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
     assert names["acme"] == {"acme/travel"}  # in prose, the title and the id; "@acme" and "#acme-…" are not prose
     assert "managers" not in names and "manager" not in names  # written in lower case too
     assert "european" not in names  # a region is where, not who
+    days = build_lexicon([("acme/pay", "Pay", ["Salaries are paid on the 25th. Expenses are paid on the 10th.",
+                                               "If the 25th is a holiday, on the 24th. Claims close on the 10th."])])
+    assert "25th" not in days.names and "10th" not in days.names  # a date's day names nothing
     # A capital where every word has one (a sentence, a line, a list item) is no name's
     openers = build_lexicon([("acme/pay", "Pay", ["- Hitting sales target or quota", "Hitting a snag? Ask Finance.",
                                                   "| Hitting | 10% |"])]).names
