@@ -14,9 +14,8 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
 - qualifiers from a short list of words that change who or what a rule is for (contractor,
   intern, part-time, wholesale, sick, pet, …) or when it applies (summer, winter: "4-day weeks in
   the *summer*" over the weekly-hours rule);
-- section words: a word of a sentence that asks which heads a section of the passages retrieved
-  ("Sick Leave", "Carry-Over"): the collection has a section about it, so it is what was asked
-  about (not "… *staying* at GitLab. How far ahead do I start the relocation process?");
+- section words: a word of the question that heads a section of the passages retrieved ("Sick
+  Leave", "Carry-Over"): the collection has a section about it, so it is what was asked about;
 - years and decades ("the 2024 rate", "in the 1970s"): a passage about another year answers
   another question. (Other numbers in a question are usually the asker's situation — "an 18
   dollar taxi", "a 12-hour flight" — and are not looked for.)
@@ -666,7 +665,8 @@ def _distinguishing(question: str, passages: Sequence[Passage], names: Names,
             elif low in situational or term in _MONTHS:
                 continue  # the asker's circumstances; a month is when, not what, they ask about
             elif (low in named and low in asked) or qualifier or (term in QUALIFIERS and low not in _NOT_QUALIFIERS) \
-                    or (low in asked and (term in sections or EQUIVALENTS.get(term, set()) & sections)):
+                    or term in sections \
+                    or EQUIVALENTS.get(term, set()) & sections:
                 out[word] = _with_equivalents({term})
     return out
 

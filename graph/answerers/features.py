@@ -386,6 +386,8 @@ _PART_BREAK = re.compile(r"(?<=[.?!])\s+|\s+[-–—]\s+|(?<=[,;:])\s+(?=(?:how|
 _ASKS = re.compile(r"^\W*(?:(?:and|or|also|plus|but)\s+)?(?:how|what|whats|what's|when|where|who|which|can|could|"
                    r"do|does|is|are|am|should|will|would)\b", re.IGNORECASE)
 _ACRONYM = re.compile(r"\b[A-Z]{2,4}\b")
+SELF_CONTAINED_TERMS = 4  # words an asking part needs to say what its "it" or "them" is ("… or can i keep them?")
+_POINTS_BACK = re.compile(r"\b(?:it|that|this|these|those|them)\b", re.IGNORECASE)
 
 
 def asking_part(question: str) -> str | None:
@@ -397,6 +399,9 @@ def asking_part(question: str) -> str | None:
         return None
     asks = [p.rstrip().endswith("?") or bool(_ASKS.match(p)) for p in parts]
     keep = [a or bool(places(p, widen=True) or names(p) or _ACRONYM.search(p)) for p, a in zip(parts, asks, strict=True)]
+    for i in range(1, len(parts)):  # a short question about "it" is about what the part before says
+        if asks[i] and _POINTS_BACK.search(parts[i]) and len(question_terms(parts[i])) < SELF_CONTAINED_TERMS:
+            keep[i - 1] = True
     if not any(asks) or all(keep):
         return None
     return " ".join(p for p, k in zip(parts, keep, strict=True) if k)

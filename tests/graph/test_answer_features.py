@@ -641,6 +641,9 @@ def test_a_sentence_that_ends_by_sending_the_reader_elsewhere_is_a_pointer() -> 
     ("just joined Acme Ltd in manchester. thinking about retirement. how much goes into my pension?",
      "just joined Acme Ltd in manchester. how much goes into my pension?"),
     ("canada based - does the company match RRSP contributions? and how much", None),  # every part kept
+    ("a vendor wants to send me a gift card. can i accept it?", None),  # "it" is the gift card
+    ("leaving next month. do i ship back the monitor and desk chair i expensed or can i keep them?",
+     "do i ship back the monitor and desk chair i expensed or can i keep them?"),  # "them": the monitor and chair
     ("how much is the home office stipend?", None),  # one part
     ("leaving at the end of the month. shipping back my monitor.", None),  # nothing asks
 ])
