@@ -92,7 +92,7 @@ EQUIVALENTS: dict[str, frozenset[str]] = {
         "leave": "pto vacation holiday absence",
         "doctor": "medical physician", "note": "certificate",
         "yr": "year", "wifi": "internet", "laptop": "device computer", "phone": "device mobile",
-        "boss": "manager", "roll": "carry", "rollover": "carry", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
+        "boss": "manager", "roll": "carry rollover", "rollover": "carry roll", "bank": "carry", "cash": "money", "pay": "paid reimburse reimbursed salary", "dies": "death died",
         "die": "death died", "died": "death dies", "kid": "child children", "kids": "child children",
         "dog": "pet", "cat": "pet", "puppy": "pet dog", "kitten": "pet cat",
         "retain": "retention retained kept keep stored", "retention": "retain retained kept keep stored",

@@ -311,6 +311,9 @@ def test_more_of_the_asker_s_situation_is_not_looked_for() -> None:
                           "Travel > Dependents", doc="finance/travel")
     assert find_gap("can i get reimbursed for a babysitter while im away at the team offsite?", [babysitting],
                     min_score=0.3) is None  # a babysitter is dependent care
+    banked = passage("Vacation rolls over year to year, with a maximum bank of 27 days.", "Benefits > Vacation",
+                     doc="hr/benefits")
+    assert find_gap("How many vacation days can I bank? is there a rollover max?", [banked], min_score=0.3) is None
     eyes = passage("Team members who use a screen get eye tests reimbursed up to GBP 25.", "Benefits > Eye care",
                    doc="hr/benefits")
     assert find_gap("do we get eye tests reimbursed because of screen work?", [eyes], min_score=0.3) is None
