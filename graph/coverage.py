@@ -44,7 +44,8 @@ graph/tenant_names.py). "What's the *dress* code?" asks for a policy on dress. A
 "contribute"), except a qualifier ("contractors" is not "contract").
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
-capitalised. A place counts only where a passage tells places apart, except a site ("the London
+capitalised. A place counts only where a passage tells places apart (a page for one country's staff
+does, by its path: "…/pty-benefits-australia" is no answer for London), except a site ("the London
 office"), which a passage must name (or cover with "all offices", "any other city") in any case. Once the gate has passed, a question that names one of the tenant's names is answered
 only from the passages whose documents use it (`named_passages`).
 
@@ -192,7 +193,7 @@ def find_gap(question: str, passages: Sequence[Passage], *, min_score: float,
     best_missing: tuple[str, ...] | None = None
     for p in fit:
         text = _passage_text(p)
-        have = features.with_places(features.tokens(text), text)
+        have = features.with_places(features.tokens(text), text) | _document_places(p)
         catch_all, any_site = bool(_CATCH_ALL.search(p.text)), bool(_ANY_SITE.search(p.text))
         # A place is what the question turns on only where the passage distinguishes places: a
         # flight rule that names no country applies to a flight to Dubai; an office list that
@@ -251,6 +252,12 @@ def named_passages(question: str, passages: Sequence[Passage], lexicon: Lexicon 
     kept = [p for p in passages if all(p.doc_id in names[w] or features.tokens(w) <= features.tokens(_passage_text(p))
                                        for w in asked)]
     return kept or list(passages)
+
+
+def _document_places(p: Passage) -> frozenset[str]:
+    """The places a document's path names ("…/pty-benefits-australia"): a page for one country's staff
+    tells places apart though its text never names the country."""
+    return frozenset(features.places(re.sub(r"[/_.-]+", " ", p.doc_id), widen=True))
 
 
 def _passage_text(p: Passage) -> str:

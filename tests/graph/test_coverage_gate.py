@@ -356,3 +356,13 @@ def test_the_amount_asked_may_come_before_what_it_is_of() -> None:
     assert gap is not None and gap.missing == ("dental",)
     dental = passage("The dental plan pays up to $2,000 a year.", "Benefits > Dental", doc="hr/benefits")
     assert find_gap("What's the annual maximum benefit on the dental plan?", [dental], min_score=0.3) is None
+
+
+def test_a_page_for_one_country_s_staff_tells_places_apart_though_its_text_never_names_the_country() -> None:
+    on_call = passage("Engineers who cover a weekend on-call shift get 2 days time in lieu.",
+                      "PTY LTD Benefits > On-call", doc="benefits/pty-benefits-australia")
+    gap = find_gap("I'm based in London. How much time in lieu do I get for a weekend on-call shift?", [on_call],
+                   min_score=0.3)
+    assert gap is not None and "London" in gap.missing
+    assert find_gap("I'm based in Melbourne. How much time in lieu do I get for a weekend on-call shift?", [on_call],
+                    min_score=0.3) is None
