@@ -7,7 +7,8 @@ must appear in the answer as a whole run of tokens (so "$250" is not found insid
 - amounts: "USD 250" = "$250" = "250 USD" = "250 dollars" = "US$250" (also £/GBP, €/EUR, SAR, AED, …;
   "$500 AUD" is AUD 500), thousands separators dropped ("1,500" = "1500"), "15 %" = "15 percent" = "15%";
 - a number's unit is one form: "16-week" = "16 weeks" = "16 week" (days, weeks, months, years, hours,
-  minutes, nights);
+  minutes, nights), and a number written out with its digits in brackets is the number: "three (3)
+  months" = "3 months" (a number written only in words is not: the gold spells what the page spells);
 - every other punctuation mark is a space, and citations ("[tenant:doc:v1:0002]") are removed first.
 """
 
@@ -38,6 +39,11 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")
 _TOKEN = re.compile(r"\w+%?|%")
 _UNIT = re.compile(r"(?<=\d)[\s-]?(day|week|month|year|hour|minute|night)s?\b")
+# "three (3) months", as contracts write it: the number in brackets, so its unit reads as one with it
+_SPELT_OUT = re.compile(r"\b(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[ -])?(?:one|two|three|four|"
+                        r"five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|"
+                        r"eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred)\s*"
+                        r"\((\d+)\)", re.IGNORECASE)
 
 
 def _amount(match: re.Match[str]) -> str:
@@ -58,6 +64,7 @@ def normalise(text: str) -> str:
     text = _CITATION.sub(" ", text)
     text = _ARABIC_MARKS.sub("", text).translate(_ARABIC_LETTERS).lower()
     text = _THOUSANDS.sub("", text)
+    text = _SPELT_OUT.sub(r"\1", text)
     text = _AMOUNT.sub(_amount, text)
     text = _PERCENT.sub(r"\1% ", text)
     text = _UNIT.sub(r" \1", text)

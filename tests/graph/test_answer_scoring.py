@@ -25,6 +25,8 @@ CITE = "[larkspur:finance/travel:v1:0002]"
     ("Core hours are 10:00 to 15:00.", "10:00 to 15:00"),
     ("GitLab’s 16-week paid Parental Leave.", "16 weeks"),  # one unit, however it is joined
     ("Up to 4 weeks of paid leave.", "4 week"),
+    ("ISOs: three (3) months after leaving to exercise them.", "3 months"),  # as contracts write numbers
+    ("You have twenty-one (21) days to sign.", "21 days"),
     ("يُشترط تقديم الطلب قبل موعد السفر بخمسة عشر (15) يوم عمل", "قبل موعد السفر بخمسة عشر (15) يوم عمل"),
 ])
 def test_the_fact_is_found_whatever_its_spelling(answer: str, gold: str) -> None:
@@ -43,6 +45,11 @@ def test_the_fact_is_found_whatever_its_spelling(answer: str, gold: str) -> None
 ])
 def test_a_different_fact_is_not_the_fact(answer: str | None, gold: str) -> None:
     assert not contains_fact(answer, [gold])
+
+
+def test_only_a_number_word_gives_way_to_the_digits_in_brackets_after_it() -> None:
+    assert normalise("three (3) months") == "3 month"
+    assert normalise("Section (2) applies") == "section 2 applies"
 
 
 def test_any_listed_alternative_counts_and_citations_never_do() -> None:
