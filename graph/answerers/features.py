@@ -144,7 +144,9 @@ _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|far|soon|often|high|big|old)|what(?: is| are|'s|’s|s) the (?:\w+ ){0,3}"
     r"(?:limit|rate|allowance|amount|max|maximum|minimum|cap|budget|per diem|stipend|discount|fee|cost|price|"
     r"match)s?|"
-    r"which day|what (?:percentage|amount|sum|share)|how many days)\b|"
+    r"which day|what (?:percentage|amount|sum|share)|how many days|"
+    # a threshold: "at what point do I need approval?" ("… if it exceeds 15 hours")
+    r"at what (?:point|stage|threshold|level)|(?:above|over|beyond|past) what)\b|"
     rf"{_AR}كم\b|{_AR}ما (?:هو |هي )?(?:ال)?(?:حد|مبلغ|بدل|نسبه|قيمه|مقدار|عدد|سعر|تكلفه|كلفه|مده|ميزانيه|"
     r"اقصي|ادني|اطول|اقصر|اكبر|اصغر|اعلي)\b|(?:من|في|بعد) اي يوم\b|الي اي حد\b",
     re.IGNORECASE)

@@ -47,6 +47,8 @@ def named(names: Names, wide: frozenset[str] = frozenset()) -> Lexicon:
     ("What's the anniversary gift when you hit 5 years?", None),
     ("كم يومًا إجازة الحج؟", "quantity"),
     ("Tell me about the parking rules", None),
+    ("I tutor on weekends. At what point do I need to get that approved?", "quantity"),  # a threshold
+    ("above what amount do I need a receipt?", "quantity"),
     ("ما الحد الأقصى لتكلفة الفندق في الليلة؟", "quantity"),
     ("ما مقدار البدل اليومي في دبي؟", "quantity"),
     ("بكم يمكنني شراء الشاشة؟", "quantity"),
