@@ -167,8 +167,10 @@ class ExtractiveAnswerer:
         self.max_passages = max_passages
         self.max_sentences = max_sentences
         # The tools node asks for the closest sentence of a cross-language or chatty question, and
-        # the answer then scores the same sentences again: the last few scorings are kept.
+        # the answer then scores the same sentences again: the last few scorings are kept. So are the
+        # last few choices: the gate reads the sentences an answer would quote, then the answer quotes them.
         self._recent: OrderedDict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._chosen: OrderedDict[tuple[object, ...], _Choice] = OrderedDict()
 
     async def respond(self, request: AnswerRequest) -> Draft:
         passages, sentences, scores, picks, multilingual = await self._choose(
@@ -200,6 +202,18 @@ class ExtractiveAnswerer:
     async def _choose(self, question: str, language: str, candidates: Sequence[Passage],
                       min_score: float | None) -> _Choice:
         """The passages read, their candidate sentences, the sentences' scores and the ones to quote."""
+        key = (question, language, min_score, *candidates)
+        if key in self._chosen:
+            self._chosen.move_to_end(key)
+            return self._chosen[key]
+        choice = await self._chosen_anew(question, language, candidates, min_score)
+        self._chosen[key] = choice
+        while len(self._chosen) > RECENT_SCORINGS:
+            self._chosen.popitem(last=False)
+        return choice
+
+    async def _chosen_anew(self, question: str, language: str, candidates: Sequence[Passage],
+                           min_score: float | None) -> _Choice:
         floor = min_score if min_score is not None else float("-inf")
         groups = [_about_the_place_asked(question, group[: self.max_passages])
                   for group in by_organisation(p for p in candidates if p.score >= floor)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -464,3 +465,22 @@ async def test_a_short_faq_answer_is_quoted_with_the_rest_of_it(embedder: Embedd
     short = next(c for c in candidates if c.text.endswith("Unfortunately, not at this time."))
     rest = next(c for c in candidates if c.text.startswith("The maximum annual amount"))
     assert short.faq and short.answers_faq and not rest.answers_faq
+
+
+async def test_the_gate_s_look_at_the_quote_and_the_answer_choose_the_sentences_once(embedder: Embedder) -> None:
+    picked: list[str] = []
+
+    class Counting(ExtractiveAnswerer):
+        def _picks(self, question, sentences, scores, cosine, passages):  # type: ignore[no-untyped-def]
+            picked.append(question)
+            return super()._picks(question, sentences, scores, cosine, passages)
+
+    answerer = Counting(embedder=embedder)
+    question = "How much does staff parking cost per month?"
+    passage = _passage("facilities/parking", "Parking", TEXT, score=0.8)
+    quoted = await answerer.quoted_sentences(question, [passage], 0.3)
+    request = AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
+    shown = (await answerer.respond(request)).message.content
+    assert quoted and all(sentence in shown for sentence in quoted) and picked == [question]
+    await answerer.quoted_sentences(question, [replace(passage, score=0.7)], 0.3)  # other passages: chosen anew
+    assert len(picked) == 2
