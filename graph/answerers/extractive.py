@@ -49,7 +49,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -88,7 +88,7 @@ MAX_ORGANISATIONS = 3
 SHORT_ITEM = 50  # a list item this short is shown after the section it is under
 FAQ_SHORT_ANSWER = 60  # an FAQ answer this short is shown after its question ("Not at this time.")
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
-RECENT_SCORINGS = 32
+RECENT_SCORINGS = 32  # scorings, and choices of sentences, kept per answerer (`_kept`)
 # How much of an Arabic question the glossary must know for its English words to be compared with
 # English sentences too (handbooks tune half: 0.75, the search's share, → 0.5 one more right answer,
 # XQuAD the same at 0.5 and 0.3)
@@ -142,6 +142,9 @@ class _Sentence:
     scored_text: str  # what is compared with the question (a table row with its header)
     answers_faq: bool = False  # the first sentence under an FAQ's question
     faq: bool = False  # …a short one, shown with the question ("… 401k? Not at this time.")
+
+
+_V = TypeVar("_V")
 
 
 class _Choice(NamedTuple):
@@ -202,15 +205,8 @@ class ExtractiveAnswerer:
     async def _choose(self, question: str, language: str, candidates: Sequence[Passage],
                       min_score: float | None) -> _Choice:
         """The passages read, their candidate sentences, the sentences' scores and the ones to quote."""
-        key = (question, language, min_score, *candidates)
-        if key in self._chosen:
-            self._chosen.move_to_end(key)
-            return self._chosen[key]
-        choice = await self._chosen_anew(question, language, candidates, min_score)
-        self._chosen[key] = choice
-        while len(self._chosen) > RECENT_SCORINGS:
-            self._chosen.popitem(last=False)
-        return choice
+        return await _kept(self._chosen, (question, language, min_score, *candidates),
+                           lambda: self._chosen_anew(question, language, candidates, min_score))
 
     async def _chosen_anew(self, question: str, language: str, candidates: Sequence[Passage],
                            min_score: float | None) -> _Choice:
@@ -260,15 +256,9 @@ class ExtractiveAnswerer:
 
     async def _scores(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                       multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
-        key = (question, multilingual, *((p.chunk_id, p.score, p.heading, p.text) for p in passages))
-        if key in self._recent:
-            self._recent.move_to_end(key)
-            return self._recent[key]
-        scored = await self._score_all(question, sentences, passages, multilingual)
-        self._recent[key] = scored
-        while len(self._recent) > RECENT_SCORINGS:
-            self._recent.popitem(last=False)
-        return scored
+        return await _kept(self._recent,
+                           (question, multilingual, *((p.chunk_id, p.score, p.heading, p.text) for p in passages)),
+                           lambda: self._score_all(question, sentences, passages, multilingual))
 
     async def _score_all(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                          multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -348,6 +338,18 @@ class ExtractiveAnswerer:
             score([i for i, s in enumerate(sentences) if s.passage == best.passage
                    and abs(s.index - best.index) == 1 and total[i] == -np.inf])
         return total, cosine
+
+
+async def _kept(recent: OrderedDict[tuple[object, ...], _V], key: tuple[object, ...],
+                make: Callable[[], Awaitable[_V]]) -> _V:
+    """The value kept for `key`, or made and kept: the last RECENT_SCORINGS of them, the latest used last."""
+    if key in recent:
+        recent.move_to_end(key)
+        return recent[key]
+    value = recent[key] = await make()
+    while len(recent) > RECENT_SCORINGS:
+        recent.popitem(last=False)
+    return value
 
 
 def _sentences_by_organisation(sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> list[list[int]]:

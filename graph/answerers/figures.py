@@ -41,10 +41,9 @@ _MONEY = re.compile(
     rf"(?:max(?:imum)?|limit|cap)\b(?=.*\b{_MONEY_WORD}\b)(?!.*\b{_TIME_THING}\b))\b",
     re.IGNORECASE)
 _DURATION = re.compile(rf"\bhow many\s+(?:\w+\s+)?(?:minutes|hours|days|weeks|months|years)\b|"
-                       r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)"
-                       # the length of a thing: "how long should my passwords be at Sourcegraph?"
-                       r"(?!\s+(?:should|must|can|could|do|does)\s+(?!(?:i|we|you|they|he|she)\b)"
-                       r"(?:(?:my|the|a|an|our|your)\s+)?(?:[\w-]+\s+){0,2}?be\b)|"
+                       # (the length of a thing, "how long should my passwords be?", is a size: SIZE_ASKED,
+                       # which `asked_figure` reads first)
+                       r"\bhow long\b(?!.*\bbe\W*$)(?!.*\bcharacters?\b)|"
                        rf"\bhow much\s+{_OF_THE}{_TIME_THING}\b", re.IGNORECASE)
 
 _UNIT = r"(?:minutes?|hours?|hrs?|days?|nights?|weeks?|wks?|months?|years?|yrs?|quarters?|semesters?)"
