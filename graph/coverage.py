@@ -32,22 +32,24 @@ no passage fit to answer contains. The words that count, *distinguishing terms*,
   people or times; and what a policy is asked about, every word of it ("the policy on *smoking or
   vaping* *breaks*").
 
-Staff words count too: a dog or a cat is a pet, a babysitter dependent care; a passage for everyone "outside the US" covers any
-other country. Not counted: the asker's circumstances ("if I get *sick* on a trip, how much does
-the travel insurance cover?", "spending the *winter* abroad, how long can I …?"), a month ("3 wks
-off over *dec*"), the year they joined ("joined in *2022*"), "part-time" of a course ("a part-time
-masters course"), "*this summer*", the places of a move when the move is what is asked about
-("relocating from *Germany* to *Portugal*. How far ahead do I start?"), "anything" as the thing to
-be paid for, and a name in a sentence that only tells the asker's plans ("… per year? want to
-do an *AWS* cert"), unless most documents of a folder use it (a company's name: `wide` in
-graph/tenant_names.py). "What's the *dress* code?" asks for a policy on dress. A long word is covered by one of the same root ("contributions" by
-"contribute"), except a qualifier ("contractors" is not "contract").
+Staff words count too: a dog or a cat is a pet, a babysitter dependent care; a passage for everyone
+"outside the US" covers any other country. Not counted: the asker's circumstances ("if I get *sick*
+on a trip, how much does the travel insurance cover?", "spending the *winter* abroad, how long can I
+…?"), a month ("3 wks off over *dec*"), the year they joined ("joined in *2022*"), "part-time" of a
+course ("a part-time masters course"), "*this summer*", the places of a move when the move is what
+is asked about ("relocating from *Germany* to *Portugal*. How far ahead do I start?"), "anything" as
+the thing to be paid for, and a name in a sentence that only tells the asker's plans ("… per year?
+want to do an *AWS* cert"), unless most documents of a folder use it (a company's name: `wide` in
+graph/tenant_names.py). "What's the *dress* code?" asks for a policy on dress. A long word is
+covered by one of the same root ("contributions" by "contribute"), except a qualifier ("contractors"
+is not "contract").
 
 Places are read in one, two or three words ("Tokyo", "new york", "Abu Dhabi") however they are
 capitalised. A place counts only where a passage tells places apart (a page for one country's staff
 does, by its path: "…/pty-benefits-australia" is no answer for London), except a site ("the London
-office"), which a passage must name (or cover with "all offices", "any other city") in any case. Once the gate has passed, a question that names one of the tenant's names is answered
-only from the passages whose documents use it (`named_passages`).
+office"), which a passage must name (or cover with "all offices", "any other city") in any case.
+Once the gate has passed, a question that names one of the tenant's names is answered only from the
+passages whose documents use it (`named_passages`).
 
 One passage the answer would quote from (at or above the floor, and within QUOTED_MARGIN of the
 best) must contain every distinguishing term (or an alias or a
