@@ -39,7 +39,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from bench.report import log, percentile, table, target
 from bench.workspace import Workspace
 from bot.services import Services
 from graph.answerers.extractive import prepare_answer_vectors
+from retrieval.search import FINAL_K, FUSE_K, Passage
 from store.records import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,6 +102,7 @@ class Turn:
     cited: tuple[str, ...]
     sentence_scores: tuple[float, ...] = ()  # the extractive answerer's, for the sentences it quoted
     missing_terms: tuple[str, ...] = ()  # the question's words the gate found in no passage fit to quote
+    gold_at: str | None = None  # an answerable question not answered right: where its gold stood (`gold_at`)
 
     @property
     def escalated(self) -> bool:
@@ -113,6 +115,20 @@ class Turn:
         if self.escalated:
             return "needless_escalation"
         return "right" if contains_fact(self.answer, self.case.answers) else "wrong"
+
+
+# Where the gold of an answerable question not answered right stood in the turn's search: in a
+# passage the answerer read, among the candidates the reranker put below them, or not found at all.
+GOLD_PLACES = ("read", "ranked out", "not retrieved")
+
+
+def gold_at(passages: Sequence[Passage], golds: Sequence[str], *, read: int = FINAL_K) -> str:
+    """Which of GOLD_PLACES: `passages` are the search's reranked candidates, best first, of which the
+    answerer reads the first `read`."""
+    holding = [i for i, p in enumerate(passages) if contains_fact(p.text, golds)]
+    if not holding:
+        return "not retrieved"
+    return "read" if holding[0] < read else "ranked out"
 
 
 def split_of(set_name: str, qid: str) -> str:
@@ -246,9 +262,13 @@ async def run_cases(services: Services, cases: Sequence[Case], scope_of: Callabl
         route = "answer" if out.route == "answer" else "escalate"
         quoted = ((out.trace or {}).get("answerer") or {}).get("sentences") or []
         missing = [w for s in (out.trace or {}).get("searches") or [] for w in s.get("missing_terms") or ()]
-        turns.append(Turn(c, route, out.reason, out.answer, ms, out.top_score,
-                          tuple(str(x["chunk_id"]) for x in out.citations),
-                          tuple(float(x["score"]) for x in quoted), tuple(missing)))
+        turn = Turn(c, route, out.reason, out.answer, ms, out.top_score,
+                    tuple(str(x["chunk_id"]) for x in out.citations),
+                    tuple(float(x["score"]) for x in quoted), tuple(missing))
+        if c.expect == "answer" and turn.verdict != "right":  # after the timing: diagnosis, not the turn
+            found = await services.searcher.search(c.question, scope_of(c), top_k=FUSE_K)
+            turn = replace(turn, gold_at=gold_at(found.passages, c.answers))
+        turns.append(turn)
     return turns
 
 
@@ -291,7 +311,7 @@ def write_rows(set_name: str, turns: Sequence[Turn]) -> Path:
                 "gold": list(c.answers), "route": t.route, "reason": t.reason, "verdict": t.verdict,
                 "answer": t.answer, "cited": list(t.cited), "top_score": t.top_score,
                 "sentence_scores": list(t.sentence_scores), "missing_terms": list(t.missing_terms),
-                "ms": round(t.ms, 1),
+                "gold_at": t.gold_at, "ms": round(t.ms, 1),
             }, ensure_ascii=False) + "\n")
     return path
 
@@ -383,6 +403,24 @@ def reasons_table(split: str, turns: Sequence[Turn]) -> None:
                   + (" …" if len(ids) > 40 else ""))
 
 
+def gold_table(split: str, turns: Sequence[Turn]) -> None:
+    """Where the gold of each answerable question not answered right stood: in a passage read (the
+    answerer quoted another sentence, or the gate escalated), ranked out of the passages read, or
+    never retrieved. It tells answer selection's share of the misses from retrieval's."""
+    rows = []
+    for set_name in SETS:
+        for verdict in ("wrong", "needless_escalation"):
+            mine = [t for t in turns if t.case.set == set_name and t.verdict == verdict and t.gold_at]
+            if mine:
+                rows.append([set_name, verdict.replace("_", " "), len(mine),
+                             *(sum(t.gold_at == place for t in mine) for place in GOLD_PLACES)])
+    if rows:
+        table(f"Where the gold stood, answerable questions not answered right — {split.upper()} split",
+              ["set", "verdict", "turns", *GOLD_PLACES], rows,
+              note=f"read: in one of the {FINAL_K} passages the answerer read; ranked out: among the {FUSE_K} "
+                   "candidates the reranker ordered, below those; not retrieved: in none of them.")
+
+
 def targets_table(split: str, turns: Sequence[Turn]) -> None:
     def of(set_name: str, *kinds: str, lang: str | None = None) -> list[Turn]:
         return [t for t in turns if t.case.set == set_name and (not kinds or t.case.kind in kinds)
@@ -440,4 +478,5 @@ async def section_answers(ws: Workspace) -> None:
         mine = [t for t in turns if t.case.split == split]
         split_table(split, mine)
         reasons_table(split, mine)
+        gold_table(split, mine)
         targets_table(split, mine)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench.answer_scoring import contains_fact, normalise
-from bench.answers import Case, Turn, split_of
+from bench.answers import Case, Turn, gold_at, split_of
+from retrieval.search import Passage
 
 CITE = "[larkspur:finance/travel:v1:0002]"
 
@@ -110,3 +111,19 @@ def test_the_limit_applies_per_kind_and_split(monkeypatch: pytest.MonkeyPatch) -
     assert sorted(c.kind for c in chosen) == ["answerable"] * 3 + ["ooc"] * 3
     monkeypatch.delenv("CAIRN_BENCH_LIMIT")
     assert len(_limit(cases, ["tune", "report"])) == len(cases)
+
+
+def _candidate(text: str, n: int) -> Passage:
+    return Passage(chunk_id=f"t:hr/leave:v1:{n:04d}", doc_id="hr/leave", version="v1", title="Leave", source_path="hr/leave.md",
+                   page=None, heading="Leave", text=text, score=0.5, rrf=0.03, owner=None, policy_id=None, lang="en")
+
+
+def test_where_the_gold_stood_tells_answer_selection_from_retrieval() -> None:
+    candidates = [_candidate(f"Filler rule number {n}.", n) for n in range(8)]
+    holding = _candidate("Unused days carry over up to 5 days.", 9)
+    assert gold_at([holding, *candidates], ["5 days"]) == "read"
+    assert gold_at([*candidates[:3], holding, *candidates[3:]], ["5 days"]) == "read"  # the 4th of 4 read
+    assert gold_at([*candidates[:4], holding], ["5 days"]) == "ranked out"
+    assert gold_at([*candidates[:4], holding], ["5 days"], read=5) == "read"
+    assert gold_at(candidates, ["5 days"]) == "not retrieved"
+    assert gold_at([_candidate("Up to 15 days.", 0)], ["5 days"]) == "not retrieved"  # a whole run of tokens
