@@ -19,6 +19,9 @@ and `xquad` (Arabic questions over the English XQuAD paragraphs; gold = the Engl
 Tune / report: each question falls in one half by a hash of its set and id (`split_of`), fixed
 across runs; tune on `tune`, quote `report`. Both are printed, labelled.
 
+For each answerable question not answered right, where its gold stood in the turn's search (`gold_at`:
+in a passage read, ranked out of them, or not retrieved) tells answer selection's misses from retrieval's.
+
 Environment, for fast iteration: `CAIRN_BENCH_SPLIT=tune|report` (default both),
 `CAIRN_BENCH_SETS=sample,handbooks` (default all five), `CAIRN_BENCH_LIMIT=N` (at most N questions
 per set, kind and split). Per-turn rows go to bench/out/answers-<set>.jsonl.
