@@ -563,7 +563,9 @@ def _asked_words(question: str) -> frozenset[str]:
 def _asking(question: str) -> str:
     """The sentences of a message that ask ("how much G&D money can I get reimbursed per year?"), without
     those that only tell the asker's plans ("want to do an AWS cert + a course"); the whole message
-    when none ends with a question mark."""
+    when none ends with a question mark. (The answerer's `features.asking_part` also keeps a part that
+    names a place or a company: there it says what to compare sentences with; here a tool or a vendor named
+    in passing must not count as asked.)"""
     parts = [p for p in re.split(r"(?<=[.?!؟])\s+", question.strip()) if p]
     asking = [p for p in parts if p.rstrip().endswith(("?", "؟"))]
     return " ".join(asking) if asking and len(asking) < len(parts) else question
