@@ -389,7 +389,7 @@ _ASKS = re.compile(r"^\W*(?:(?:and|or|also|plus|but)\s+)?(?:how|what|whats|what'
                    r"do|does|is|are|am|should|will|would)\b", re.IGNORECASE)
 _ACRONYM = re.compile(r"\b[A-Z]{2,4}\b")
 SELF_CONTAINED_TERMS = 4  # words an asking part needs to say what its "it" or "them" is ("… or can i keep them?")
-_POINTS_BACK = re.compile(r"\b(?:it|that|this|these|those|them)\b", re.IGNORECASE)
+_BACK_REFERENCE = re.compile(r"\b(?:it|that|this|these|those|them)\b", re.IGNORECASE)  # "is *that* enough?"
 
 
 def asking_part(question: str) -> str | None:
@@ -402,7 +402,7 @@ def asking_part(question: str) -> str | None:
     asks = [p.rstrip().endswith("?") or bool(_ASKS.match(p)) for p in parts]
     keep = [a or bool(places(p, widen=True) or names(p) or _ACRONYM.search(p)) for p, a in zip(parts, asks, strict=True)]
     for i in range(1, len(parts)):  # a short question about "it" is about what the part before says
-        if asks[i] and _POINTS_BACK.search(parts[i]) and len(question_terms(parts[i])) < SELF_CONTAINED_TERMS:
+        if asks[i] and _BACK_REFERENCE.search(parts[i]) and len(question_terms(parts[i])) < SELF_CONTAINED_TERMS:
             keep[i - 1] = True
     if not any(asks) or all(keep):
         return None
