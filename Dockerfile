@@ -26,6 +26,7 @@ COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY escalations ./escalations
 COPY graph ./graph
+COPY models ./models
 COPY retrieval ./retrieval
 COPY store ./store
 COPY sample ./sample

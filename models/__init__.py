@@ -1,0 +1,1 @@
+"""Learned parts: the MiniLM forward pass and the answer judge, with their shipped weights."""
