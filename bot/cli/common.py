@@ -8,6 +8,7 @@ inside its handler. `cairn --help` and the database-only commands then start in 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +25,18 @@ if TYPE_CHECKING:
 
 class CommandError(Exception):
     """A problem the user can fix; printed without a traceback."""
+
+
+_UPLOAD = re.compile(r"\bupload(?= (?:it|them)\b)")
+
+
+def command_line_wording(message: str | None, *, verb: str = "ingest") -> str | None:
+    """An ingestion error as the command line should say it: the parser and the job queue word their
+    advice for the Slack upload ("… and upload it again", "… upload them separately"), which a
+    terminal user does not do; `verb` is what they do instead (`cairn ingest`, `cairn sync`)."""
+    if not message:
+        return message
+    return _UPLOAD.sub(verb, message)
 
 
 def emit_json(obj: object) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.cli.common import CommandError, emit_json, local_services
+from bot.cli.common import CommandError, command_line_wording, emit_json, local_services
 from bot.services import open_store, running_server
 from bot.settings import Settings
 from store.access import AccessPolicy
@@ -250,11 +250,11 @@ class _Progress:
 def _report(outcomes: list[FileOutcome], *, as_json: bool) -> int:
     if as_json:
         for o in outcomes:
-            emit_json(o.as_dict())
+            emit_json({**o.as_dict(), "message": command_line_wording(o.message)})
     else:
         for o in outcomes:
             detail = f" {o.version} ({o.chunks} chunks)" if o.version and o.status != "rejected" else ""
-            note = f": {o.message}" if o.message and o.status not in ("unchanged",) else ""
+            note = f": {command_line_wording(o.message)}" if o.message and o.status not in ("unchanged",) else ""
             print(f"{o.status:<10} {o.doc_id or '-'}{detail}  [{o.path}]{note}")
         counts = Counter(o.status for o in outcomes)
         print("summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
@@ -286,7 +286,7 @@ async def docs(args: argparse.Namespace, settings: Settings) -> int:
 def _job_dict(job: JobRecord) -> dict[str, object]:
     return {"job_id": job.job_id, "state": job.state, "attempts": job.attempts, "tenant": job.tenant_id,
             "doc_id": job.doc_id, "path": job.source_path, "version": job.version, "updated": job.updated_at,
-            "error": job.last_error}
+            "error": command_line_wording(job.last_error)}
 
 
 async def jobs_list(args: argparse.Namespace, settings: Settings) -> int:
@@ -303,7 +303,7 @@ async def jobs_list(args: argparse.Namespace, settings: Settings) -> int:
     print(f"{'job':<12} {'state':<10} {'tries':>5}  {'document':<36} error")
     for job in records:
         print(f"{job.job_id[:12]:<12} {job.state:<10} {job.attempts:>5}  {job.tenant_id + ':' + job.doc_id:<36} "
-              f"{(job.last_error or '')[:80]}")
+              f"{(command_line_wording(job.last_error) or '')[:80]}")
     return 0
 
 

@@ -7,8 +7,10 @@ import asyncio
 import atexit
 import gc
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from bot.cli import analytics, conversation, doctor, knowledge, ops, retrieval, serve, sources
 from bot.cli.common import CommandError
@@ -25,13 +27,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cairn", description="Answers policy questions only from an approved document collection.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    parser.add_argument("--version", action="version", version=f"cairn {cairn_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
     return parser
 
 
+def cairn_version() -> str:
+    try:
+        return version("cairn")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Output cut short by its reader (`cairn search … | head`) ends quietly."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # as a shell reports a process stopped by SIGPIPE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered would otherwise fail again at exit, with Python's
+    'Exception ignored … BrokenPipeError' on stderr."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (captured, closed): nothing left to flush to a pipe
+        pass
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli.common import CommandError, emit_json, local_services
+from bot.cli.common import CommandError, command_line_wording, emit_json, local_services
 from bot.cli.parsers import add_command
 from bot.services import open_store, running_server
 from bot.settings import Settings
@@ -131,7 +131,7 @@ def _print_report(report: SyncReport) -> None:
         if item.result in QUIET_RESULTS:
             continue
         version = f" {item.version}" if item.version else ""
-        note = f": {item.message}" if item.message else ""
+        note = f": {command_line_wording(item.message, verb='sync')}" if item.message else ""
         print(f"{item.result:<15} {item.doc_id or '-'}{version}  [{item.key}]{note}")
     counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts.items())) or "nothing listed"
     line = f"{report.status}: {counts}"

@@ -78,6 +78,10 @@ def test_ingest_batch_reports_each_bad_file_and_publishes_the_good_one(
         assert needle in line["message"], line
         assert line["version"] is None and line["chunks"] == 0
     assert "0.0 MB, over the 0.0 MB" not in results["huge.md"]["message"]  # the size must be legible
+    # Worded for the command line: nobody uploads anything here.
+    assert [line["message"] for line in lines if "upload" in (line["message"] or "")] == []
+    assert "and ingest it again" in results["latin1.md"]["message"]
+    assert "ingest them separately" in results["huge.md"]["message"]
 
     # Nothing of the bad files is visible: the catalog holds the good document only.
     code, [catalog], _ = run(capsys, "docs", "--json")
@@ -150,7 +154,7 @@ def test_ingest_options_and_new_version_then_withdraw(cairn_home: Path, tmp_path
     assert [(d["doc_id"], d["status"], d["version"], d["chunks"]) for d in catalog] == [
         ("facilities/bikes", "withdrawn", None, 0)]
     code, [gone], _ = run(capsys, "search", "Where are bicycles stored?", "--as", "alice", "--json")
-    assert gone["passages"] == [] and gone["reason"] == "retrieval_unavailable"
+    assert gone["passages"] == [] and gone["reason"] == "no_eligible_source"
 
 
 def test_withdraw_removes_vectors_and_text_from_disk(handbook_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
