@@ -123,6 +123,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
     from graph.answerers import build_answerer
     from graph.builder import build_graph
     from graph.checkpoint import open_checkpointer
+    from graph.followup import embedding_follow_up
     from graph.runner import ConversationRunner
     from retrieval.conflicts import detect_conflicts
     from retrieval.index import open_index
@@ -170,7 +171,8 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
                                 escalation_deadline_hours=settings.escalation_deadline_hours,
                                 is_paused=controls.is_paused,
                                 conflict_check=lambda q, ps: detect_conflicts(q, ps, terms_of=embedder.terms))
-            runner = ConversationRunner(graph=graph, conversations=conversations, on_turn=metrics.record_turn)
+            runner = ConversationRunner(graph=graph, conversations=conversations, on_turn=metrics.record_turn,
+                                        follow_up=embedding_follow_up(embedder))
             yield Services(settings=settings, db=db, store=store, access=access, catalog=catalog, jobs=jobs, index=index,
                            embedder=embedder, searcher=searcher, ingestor=ingestor,
                            metrics=metrics, controls=controls,

@@ -3,6 +3,8 @@ needs a running event loop.
 
     agent          --tool_calls present------->  tools
     agent          --no tool_calls------------>  validate
+    agent          --conversation (hi, thanks)->  validate  (a fixed reply; no search)
+    tools          --NO_ELIGIBLE_SOURCE------->  set_no_eligible_source    ─► force_escalate
     tools          --RETRIEVAL_UNAVAILABLE---->  set_retrieval_unavailable ─► force_escalate
     tools          --BELOW_SCORE_FLOOR-------->  set_below_score_floor     ─► force_escalate
     tools          --CONFLICTING_SOURCES------>  set_conflicting_sources   ─► force_escalate
@@ -27,7 +29,12 @@ from langgraph.graph import END, START, StateGraph
 from graph.answerers import Answerer
 from graph.nodes.agent import make_agent
 from graph.nodes.escalate import force_escalate, make_human_review
-from graph.nodes.reasons import set_below_score_floor, set_conflicting_sources, set_retrieval_unavailable
+from graph.nodes.reasons import (
+    set_below_score_floor,
+    set_conflicting_sources,
+    set_no_eligible_source,
+    set_retrieval_unavailable,
+)
 from graph.nodes.tools import ConflictCheck, make_tools
 from graph.nodes.validate import validate
 from graph.routing import route_after_agent, route_after_tools, route_after_validate
@@ -53,6 +60,7 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
                             closest_sentence=getattr(extractive, "closest_sentence", None),
                             quoted_sentences=getattr(extractive, "quoted_sentences", None)),
         "validate": validate,
+        "set_no_eligible_source": set_no_eligible_source,
         "set_retrieval_unavailable": set_retrieval_unavailable,
         "set_below_score_floor": set_below_score_floor,
         "set_conflicting_sources": set_conflicting_sources,
@@ -66,8 +74,9 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", inline_router(route_after_agent), ["tools", "validate"])
     g.add_conditional_edges("tools", inline_router(route_after_tools),
-                            ["agent", "set_retrieval_unavailable", "set_below_score_floor",
+                            ["agent", "set_no_eligible_source", "set_retrieval_unavailable", "set_below_score_floor",
                              "set_conflicting_sources", "force_escalate"])
+    g.add_edge("set_no_eligible_source", "force_escalate")
     g.add_edge("set_retrieval_unavailable", "force_escalate")
     g.add_edge("set_conflicting_sources", "force_escalate")
     g.add_edge("set_below_score_floor", "force_escalate")

@@ -1,8 +1,9 @@
 """Fixed texts the user sees when Cairn does not answer from the documents, in English and Arabic.
 
-These are the only words Cairn says on its own: abstentions (one per escalation reason), the note
-that a follow-up joined an open escalation, how a human answer is attributed, and how a closed or
-expired escalation ends. None of them states a policy fact, so none needs a citation.
+These are the only words Cairn says on its own: abstentions (one per escalation reason), the replies
+to conversation (a greeting, thanks, "what can you do?"), the notes that say what became of a message
+while a person is looking at an earlier question, how a human answer is attributed, and how a closed
+or expired escalation ends. None of them states a policy fact, so none needs a citation.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from retrieval.language import detect_language
 DEFAULT_LANGUAGE = "en"
 LANGUAGES = ("en", "ar")
 
-REASONS = ("retrieval_unavailable", "below_score_floor", "answer_validation_failed", "user_requested_human",
+REASONS = ("retrieval_unavailable", "no_eligible_source", "below_score_floor", "answer_validation_failed", "user_requested_human",
            "conflicting_sources", "internal_error")
 
 _ABSTENTIONS: dict[str, dict[str, str]] = {
@@ -26,6 +27,12 @@ _ABSTENTIONS: dict[str, dict[str, str]] = {
         "en": "Policy lookups are paused right now, so I can't answer this myself. I've passed your question "
               "to a person, who will reply here.",
         "ar": "البحث في السياسات متوقف مؤقتًا الآن، لذلك لا أستطيع الإجابة بنفسي. لقد أحلت سؤالك إلى أحد "
+              "الموظفين، وسيرد عليك هنا.",
+    },
+    "no_eligible_source": {
+        "en": "I don't have any approved documents to answer from yet, so I can't answer this myself. I've passed "
+              "your question to a person, who will reply here.",
+        "ar": "لا توجد لديّ بعد أي مستندات معتمدة أجيب منها، لذلك لا أستطيع الإجابة بنفسي. لقد أحلت سؤالك إلى أحد "
               "الموظفين، وسيرد عليك هنا.",
     },
     "below_score_floor": {
@@ -55,9 +62,59 @@ _ABSTENTIONS: dict[str, dict[str, str]] = {
 }
 
 _FIXED: dict[str, dict[str, str]] = {
-    "escalate_pending": {
+    "escalate_pending": {  # a follow-up about the open question: added to its thread
         "en": "A person is already looking at your question; I've added this message to it.",
         "ar": "يعمل أحد الموظفين على سؤالك بالفعل؛ وقد أضفت رسالتك هذه إليه.",
+    },
+    # a new message while a person is looking at an earlier question: what became of it
+    "aside_answer": {
+        "en": "(This is a new question, so I answered it on its own. A person is still looking at your earlier "
+              "question and will reply here.)",
+        "ar": "(هذا سؤال جديد، لذلك أجبت عنه وحده. ما زال أحد الموظفين يعمل على سؤالك السابق وسيرد عليك هنا.)",
+    },
+    "aside_escalate": {
+        "en": "(This is a new question, so it has its own place in the queue. A person is still looking at your "
+              "earlier question too.)",
+        "ar": "(هذا سؤال جديد، لذلك أحلته وحده. وما زال أحد الموظفين يعمل على سؤالك السابق أيضًا.)",
+    },
+    "aside_conversation": {
+        "en": "A person is still looking at your earlier question and will reply here.",
+        "ar": "ما زال أحد الموظفين يعمل على سؤالك السابق وسيرد عليك هنا.",
+    },
+    # conversation, not a question (graph/intent.py): no search, no escalation
+    "greeting": {
+        "en": "Hi! I'm Cairn. I answer questions about our policies from the approved documents, and I show the "
+              "document behind every answer. Ask me anything about them; to reach a person, say \"I want to "
+              "talk to a person\".",
+        "ar": "مرحبًا! أنا كايرن. أجيب عن الأسئلة المتعلقة بسياساتنا من المستندات المعتمدة، وأذكر المستند الذي "
+              "تستند إليه كل إجابة. اسألني عنها، وإذا أردت التحدث مع شخص فقل \"أريد التحدث مع شخص\".",
+    },
+    "thanks": {
+        "en": "You're welcome! Ask me anything else about our policies, or say \"I want to talk to a person\" "
+              "to reach someone.",
+        "ar": "على الرحب والسعة! اسألني أي شيء آخر عن سياساتنا، أو قل \"أريد التحدث مع شخص\" للتواصل مع أحد "
+              "الموظفين.",
+    },
+    "acknowledgement": {
+        "en": "👍 If anything else comes up, ask me about our policies, or say \"I want to talk to a person\" "
+              "to reach someone.",
+        "ar": "👍 إذا كان لديك سؤال آخر فاسألني عن سياساتنا، أو قل \"أريد التحدث مع شخص\" للتواصل مع أحد "
+              "الموظفين.",
+    },
+    "capabilities": {
+        "en": "I answer questions about our policies (travel, expenses, leave, security and the like) using only "
+              "the approved documents, and I cite the document behind every sentence. When they don't answer "
+              "your question, I pass it to a person, who replies here. You can also say \"I want to talk to a "
+              "person\" at any time.",
+        "ar": "أجيب عن الأسئلة المتعلقة بسياساتنا (السفر والمصروفات والإجازات والأمن وما شابه) من المستندات "
+              "المعتمدة فقط، وأذكر المستند الذي تستند إليه كل جملة. وإذا لم تجب المستندات عن سؤالك أحلته إلى أحد "
+              "الموظفين ليرد عليك هنا. ويمكنك أيضًا أن تقول \"أريد التحدث مع شخص\" في أي وقت.",
+    },
+    "chase": {  # "any update?" with nothing open
+        "en": "I'm here! You have no question waiting for a person right now. Ask me anything about our "
+              "policies, or say \"I want to talk to a person\" to reach someone.",
+        "ar": "أنا هنا! ليس لديك الآن سؤال بانتظار رد أحد الموظفين. اسألني أي شيء عن سياساتنا، أو قل \"أريد التحدث مع "
+              "شخص\" للتواصل مع أحد الموظفين.",
     },
     "admin_answer": {
         "en": "Answer from {admin}: {text}",

@@ -17,10 +17,13 @@ def route_after_agent(state: ConversationState) -> Literal["tools", "validate"]:
 
 
 def route_after_tools(state: ConversationState) -> Literal[
-        "agent", "set_retrieval_unavailable", "set_below_score_floor", "set_conflicting_sources", "force_escalate"]:
+        "agent", "set_no_eligible_source", "set_retrieval_unavailable", "set_below_score_floor",
+        "set_conflicting_sources", "force_escalate"]:
     signal = state.get("tool_signal")
     if signal == "ok":
         return "agent"
+    if signal == "no_eligible_source":
+        return "set_no_eligible_source"
     if signal == "retrieval_unavailable":
         return "set_retrieval_unavailable"
     if signal == "below_score_floor":

@@ -1,10 +1,13 @@
 """ConversationRunner: the one conversation service every surface (CLI, Slack, HTTP) shares.
 
 - `ask` runs one user turn through the graph (thread id = session id) and records it.
-- While an escalation of the session is open (a person has not answered yet), a new user message
-  does not run the graph: it is appended to the escalation's transcript and the outcome's route is
-  `escalate_pending`, so the surface can post it into the escalation thread. The graph's pending
-  interrupt is left untouched for the admin's reply.
+- While an escalation of the session is open (a person has not answered yet), a follow-up about it
+  (`graph/followup.py`: "any update?", a request for a person, a message close in meaning to the open
+  question) does not run the graph: it is appended to the escalation's transcript and the outcome's
+  route is `escalate_pending`, so the surface can post it into the escalation thread. Any other
+  message is a turn of its own (answered, or escalated on its own), and the reply says which
+  happened. That turn replaces the graph's pending interrupt; the admin's reply to the earlier
+  escalation is then delivered as a message of its own (`_deliver`), exactly once as before.
 - `resume` delivers an admin's reply exactly once per (escalation, message key): the key is recorded
   first, a delivered key returns None, and the graph is resumed only while its interrupt belongs to
   the escalation's turn. Later replies on an answered escalation are delivered as admin messages too.
@@ -28,6 +31,7 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Command
 
+from graph.followup import FollowUpCheck, follows_up
 from graph.messages import abstention, attributed_answer, fixed, user_language
 from graph.state import PATH_RESET, AdminReply, EscalationPayload, passage_from_state, scope_to_state
 from graph.timings import add_timing, collect_timings
@@ -47,7 +51,7 @@ class EscalationError(LookupError):
 class TurnOutcome:
     turn_id: str
     session_id: str
-    route: str  # answer | escalate | admin_answer | escalate_pending | closed | error
+    route: str  # answer | conversation | escalate | admin_answer | escalate_pending | closed | error
     reason: str | None
     answer: str  # what the user is shown: a validated answer, a fixed text, or an admin's attributed answer
     passages: list[Passage] = field(default_factory=list)
@@ -61,8 +65,10 @@ class TurnOutcome:
     timings: dict[str, float] = field(default_factory=dict)
 
     def as_json(self, *, qid: str | None = None) -> dict[str, object]:
-        """The `cairn ask` / eval shape: route is "answer" or "escalate"; `outcome` is the precise route."""
-        return {"id": qid, "route": "answer" if self.route == "answer" else "escalate", "outcome": self.route,
+        """The `cairn ask` / eval shape: route is "answer" (conversation too: nothing escalated) or
+        "escalate"; `outcome` is the precise route."""
+        answered = self.route in ("answer", "conversation")
+        return {"id": qid, "route": "answer" if answered else "escalate", "outcome": self.route,
                 "reason": self.reason,
                 "top_score": None if self.top_score is None else round(self.top_score, 4),
                 "passages": [p.as_json() for p in self.passages], "answer": self.answer,
@@ -88,9 +94,13 @@ def _citations(answer: str, passages: list[Passage]) -> list[dict[str, object]]:
 
 class ConversationRunner:
     def __init__(self, *, graph: Any, conversations: ConversationStore,
-                 on_turn: Callable[[str, str | None, float], None] | None = None) -> None:
+                 on_turn: Callable[[str, str | None, float], None] | None = None,
+                 follow_up: FollowUpCheck | None = None) -> None:
         self.graph = graph
         self.conversations = conversations
+        # Is a message during an open escalation about it? (graph/followup.py; without it, only a
+        # request for a person or a chase such as "any update?" is.)
+        self.follow_up = follow_up
         # (route, reason, seconds) after every user turn: the server's metrics listen here.
         self.on_turn = on_turn
         # One turn at a time per session, one delivery at a time per escalation (in this process;
@@ -119,10 +129,12 @@ class ConversationRunner:
                         thread_ts=thread_ts, surface=surface, lang=lang)
                     pending = await self.conversations.pending_escalation(session_id=session_id)
                     add_timing("session_ms", (time.perf_counter() - started) * 1000)
-                    if pending is not None:
+                    if pending is not None and await follows_up(question, pending, self.follow_up):
                         outcome = await self._append_pending(pending, turn_id, question, language)
                     else:
                         outcome = await self._run_turn(session_id, scope, question, language, turn_id)
+                        if pending is not None:
+                            outcome = _aside(outcome, pending)
                 except Exception:
                     log.exception("turn %s failed", turn_id)
                     outcome = await self._error_outcome(session_id, scope, question, language, turn_id)
@@ -163,6 +175,9 @@ class ConversationRunner:
                                answer=str(values.get("answer")), passages=passages,
                                top_score=values.get("top_score"), escalation=escalation, interrupt=payload,
                                language=language, trace=_trace(values))
+        if values.get("route") == "conversation":
+            return TurnOutcome(turn_id=turn_id, session_id=session_id, route="conversation", reason=None,
+                               answer=str(values["answer"]), language=language, trace=_trace(values))
         if values.get("route") == "answer" and (values.get("validation") or {}).get("ok"):
             answer = str(values["answer"])
             return TurnOutcome(turn_id=turn_id, session_id=session_id, route="answer", reason=None, answer=answer,
@@ -342,6 +357,19 @@ class ConversationRunner:
             if isinstance(item.value, dict) and item.value.get("type") == "escalation":
                 return cast(EscalationPayload, item.value)
         return None
+
+
+def _aside(outcome: TurnOutcome, pending: EscalationRecord) -> TurnOutcome:
+    """A new message while a person looks at an earlier question: its reply says what became of it
+    (answered on its own, escalated on its own, or a greeting) and that the earlier one is still open."""
+    kind = {"answer": "aside_answer", "escalate": "aside_escalate", "conversation": "aside_conversation"}.get(
+        outcome.route)
+    if kind is None:
+        return outcome
+    note = fixed(kind, outcome.language)
+    trace = {**outcome.trace, "open_escalation": pending.escalation_id}
+    return dataclasses.replace(outcome, answer=f"{outcome.answer}\n\n{note}" if kind == "aside_answer"
+                               else f"{outcome.answer} {note}", trace=trace)
 
 
 def _trace(values: dict[str, Any]) -> dict[str, Any]:

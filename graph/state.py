@@ -105,7 +105,8 @@ class ConversationState(TypedDict, total=False):
     top_score: float | None
     min_score: float | None
     searches: list[dict[str, Any]]  # one trace per search this turn
-    tool_signal: str | None  # ok | retrieval_unavailable | below_score_floor | conflicting_sources | user_requested_human
+    # ok | no_eligible_source | retrieval_unavailable | below_score_floor | conflicting_sources | user_requested_human
+    tool_signal: str | None
     conflicts: list[dict[str, Any]]  # per turn: conflicting values among the passages (see retrieval.conflicts)
     tool_rounds: int
     # outcome (per turn)

@@ -11,8 +11,9 @@ English chunk by how many of those words it has (an Arabic question over English
 term coverage before); the floor is the same.
 
 A leg that fails or times out is dropped and the turn goes on; a reranker failure falls back to
-the RRF order (fail-open) and the result says so. The gate: no leg answered or nothing fused →
-`retrieval_unavailable`; best reranked score under the floor → `below_score_floor`.
+the RRF order (fail-open) and the result says so. The gate: nothing found and the scope may read no
+published document → `no_eligible_source`; no leg answered or nothing fused → `retrieval_unavailable`;
+best reranked score under the floor → `below_score_floor`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from store.records import ChunkRecord, Scope
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "dense", "bm25"]
-Gate = Literal["retrieval_unavailable", "below_score_floor"]
+Gate = Literal["no_eligible_source", "retrieval_unavailable", "below_score_floor"]
 RRF_K = 60
 # The English BM25 leg asked in an Arabic question's glossary words, and the index vector it reads.
 SPARSE_EN_GLOSSARY = "sparse_en_glossary"
@@ -210,7 +211,9 @@ class Searcher:
         answered_legs = [r for r in reports.values() if r.status == "ok"]
         gate: Gate | None = None
         top = passages[0].score if passages else None
-        if not answered_legs or not fused:
+        if not passages and not await self.catalog.has_eligible_documents(scope=scope, now=now):
+            gate = "no_eligible_source"  # nothing published for this scope: not an outage
+        elif not answered_legs or not fused:
             gate = "retrieval_unavailable"
         elif not passages or top is None or top < self.min_score:
             gate = "below_score_floor"

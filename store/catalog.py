@@ -470,6 +470,22 @@ class Catalog:
             for r in rows
         }
 
+    async def has_eligible_documents(self, *, scope: Scope, now: datetime | None = None) -> bool:
+        """Whether the scope may read any published document right now (what tells "nothing to search
+        in" apart from "nothing found")."""
+        if not scope.groups:
+            return False
+        gmarks = ",".join("?" * len(scope.groups))
+        rows = await self._reader.execute_fetchall(
+            "SELECT 1 FROM documents d JOIN versions v ON v.tenant_id=d.tenant_id AND v.doc_id=d.doc_id"
+            " AND v.version=d.current_version"
+            " WHERE d.tenant_id=? AND d.status='active' AND v.state='published'"
+            " AND (v.expires_at IS NULL OR v.expires_at > ?)"
+            " AND EXISTS (SELECT 1 FROM document_groups g WHERE g.tenant_id=d.tenant_id AND g.doc_id=d.doc_id"
+            f"  AND g.group_name IN ({gmarks})) LIMIT 1",
+            [scope.tenant_id, iso(now), *sorted(scope.groups)])
+        return bool(rows)
+
     async def documents_signature(self, *, tenant_id: str) -> tuple[int, str | None]:
         """(documents, latest change): moves whenever a version of the tenant is published, retired,
         withdrawn or regrouped (what a cache of its published text keys on)."""

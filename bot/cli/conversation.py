@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 CHAT_HELP = """\
 Type a question to ask it as the current user. Commands:
   /escalations          open escalations
-  /reply ID text        answer an escalation as the admin (the user sees it)
-  /resolve ID           close an escalation
-  /as USER              ask as another user from the access file (/as with nothing: the local user)
+  /reply ID text        answer an escalation as the current user (the user sees it); after /as USER
+                        only an admin of the access file may, as with `cairn reply --as USER`
+  /resolve ID           close an escalation (the same rule)
+  /as USER              ask (and answer) as another user from the access file (/as alone: the local user)
   /new                  start a new conversation
   /help                 this help
   /quit                 leave"""
@@ -153,18 +154,24 @@ async def _chat_command(services: Services, state: dict, line: str, out: Callabl
         escalation_id, _, text = rest.partition(" ")
         if not escalation_id or not text.strip():
             raise CommandError("usage: /reply ID text")
-        admin = _admin_scope(services, None)
+        admin = _admin_scope(services, state["as"])  # the access file's rule, as `cairn reply --as`
         result = await _reply(services, admin, escalation_id, text, None)
         out(f"→ user receives: {result.outcome.answer}" if result.outcome else "(already delivered)")
     elif command == "/resolve":
         if not rest:
             raise CommandError("usage: /resolve ID")
-        closing = await escalation_desk(services, slack_notifier(services)).resolve(rest, admin_id="local")
-        if closing.result == "not_found":
+        admin = _admin_scope(services, state["as"])
+        desk = escalation_desk(services, slack_notifier(services))
+        before = await desk.get(rest)
+        if before is None:
             raise CommandError(f"no escalation {rest!r}")
+        if not desk.may_handle(admin, before):
+            raise CommandError(f"{admin.display_name or admin.user_id} may not resolve escalation {rest}")
+        closing = await desk.resolve(rest, admin_id=admin.user_id)
         out(f"resolved {rest}" if closing.result == "done" else f"{rest} was already closed")
     elif command == "/as":
         state["scope"] = resolve_as(services, rest or None)
+        state["as"] = rest or None
         state["session"] = f"chat-{uuid.uuid4().hex[:12]}"
         out(f"now asking as {state['scope'].display_name or state['scope'].user_id} (new conversation)")
     elif command == "/new":

@@ -37,6 +37,7 @@ CONTEXT_ELEMENTS = 10
 REASON_LABELS = {
     "below_score_floor": "No approved passage scored above the floor",
     "retrieval_unavailable": "Search was unavailable",
+    "no_eligible_source": "No published document the user may read",
     "answer_validation_failed": "The draft failed citation checks",
     "user_requested_human": "The user asked for a person",
     "conflicting_sources": "Sources conflict",

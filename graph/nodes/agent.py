@@ -1,8 +1,10 @@
 """The agent node: decides the next move of a turn, by graph logic first and the answerer second.
 
-- A new user message: graph logic issues the first tool call itself — `escalate_to_human` when the
-  user asks for a person (graph/intent.py), otherwise `search_policies` with the question. Retrieval
-  therefore runs on every turn, whatever an LLM would have chosen.
+- A new user message: graph logic decides the first move itself. Conversation that asks nothing
+  ("hi", "thanks!", "ok cool", "what can you do?": graph/intent.py) gets its fixed reply at once: no
+  search, no escalation. Otherwise the first tool call: `escalate_to_human` when the user asks for a
+  person (graph/intent.py), else `search_policies` with the question. Retrieval therefore runs on
+  every question, whatever an LLM would have chosen.
 - A tool result: the answerer drafts (or, an LLM, asks for another tool).
 - A human's resume value (set by human_review): deliver the admin's answer attributed to them, or the
   fixed text for a closed / expired escalation. These messages are marked as not drafts, so the
@@ -18,7 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.answerers import Answerer, AnswerRequest
-from graph.intent import wants_human
+from graph.intent import conversation_intent, wants_human
 from graph.messages import attributed_answer, fixed
 from graph.state import ConversationState, PauseCheck, passage_from_state
 
@@ -40,6 +42,9 @@ def make_agent(answerer: Answerer, *, max_tool_rounds: int = 3, is_paused: Pause
         last = state["messages"][-1]
         if isinstance(last, HumanMessage):
             question = state["question"]
+            intent = conversation_intent(question)
+            if intent is not None:
+                return _converse(intent, state.get("language", "en"))
             if wants_human(question):
                 move = graph_tool_call("escalate_to_human", {"reason": "the user asked for a person"})
             else:
@@ -63,6 +68,14 @@ def make_agent(answerer: Answerer, *, max_tool_rounds: int = 3, is_paused: Pause
         raise ValueError(f"agent: no move after a {type(last).__name__}")
 
     return agent
+
+
+def _converse(intent: str, language: str) -> dict[str, Any]:
+    """The fixed reply to conversation; validate passes it through (not a draft) and the turn ends."""
+    text = fixed(intent, language)
+    meta = {"author": "system", "kind": "conversation", "intent": intent}
+    return {"messages": [AIMessage(content=text, additional_kwargs={"cairn": meta})], "answer": text,
+            "route": "conversation", "reason": None, "path": ["agent"]}
 
 
 def _deliver_human_reply(state: ConversationState, reply: dict[str, Any]) -> dict[str, Any]:

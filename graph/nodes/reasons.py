@@ -7,6 +7,10 @@ from typing import Any
 from graph.state import ConversationState
 
 
+async def set_no_eligible_source(state: ConversationState) -> dict[str, Any]:
+    return {"reason": "no_eligible_source", "path": ["set_no_eligible_source"]}
+
+
 async def set_retrieval_unavailable(state: ConversationState) -> dict[str, Any]:
     return {"reason": "retrieval_unavailable", "path": ["set_retrieval_unavailable"]}
 

@@ -106,8 +106,8 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
             out.append(ToolMessage(content=format_evidence([passage_to_state(p) for p in found],
                                                            gate=gate),
                                    tool_call_id=call["id"], name="search_policies"))
-        signal = next((s for s in ("user_requested_human", "retrieval_unavailable", "below_score_floor",
-                                   "conflicting_sources") if s in signals), "ok")
+        signal = next((s for s in ("user_requested_human", "no_eligible_source", "retrieval_unavailable",
+                                   "below_score_floor", "conflicting_sources") if s in signals), "ok")
         update: dict[str, Any] = {
             "messages": out, "passages": passages, "searches": searches, "top_score": top_score,
             "min_score": min_score, "tool_signal": signal, "conflicts": conflicts, "tool_rounds": state.get("tool_rounds", 0) + 1,

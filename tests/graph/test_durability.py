@@ -1,5 +1,6 @@
 """Escalations survive restarts; admin replies reach the user exactly once; follow-ups while a person
-is on it are appended, not answered; resolve and expire close once."""
+is on it are appended (a new question is a turn of its own: tests/graph/test_conversation.py); resolve
+and expire close once."""
 
 from __future__ import annotations
 
@@ -63,11 +64,12 @@ async def test_follow_ups_join_the_open_escalation_until_a_person_answers(open_h
     async with open_home() as svc:
         asked = await svc.runner.ask(session_id="s-pending", scope=bob(svc), question=UNKNOWN)
         escalation_id = asked.escalation.escalation_id  # type: ignore[union-attr]
-        follow = await svc.runner.ask(session_id="s-pending", scope=bob(svc), question=LONDON)
+        more = "Are dogs allowed in the office on Fridays?"
+        follow = await svc.runner.ask(session_id="s-pending", scope=bob(svc), question=more)
         assert follow.route == "escalate_pending" and follow.reason == "below_score_floor"
         assert follow.answer == fixed("escalate_pending", "en")
         assert follow.escalation is not None and follow.escalation.escalation_id == escalation_id
-        assert follow.escalation.transcript.endswith(f"user: {LONDON}")
+        assert follow.escalation.transcript.endswith(f"user: {more}")
         assert (await svc.runner.pending_payload(session_id="s-pending"))["turn_id"] == asked.turn_id  # type: ignore[index]
         turn = await svc.conversations.get_turn(turn_id=follow.turn_id)
         assert turn is not None and turn.route == "escalate_pending"

@@ -190,7 +190,7 @@ def test_slack_identity_resolves_to_the_expected_scope(who: str, tenant: str, gr
 async def test_empty_group_scope_gets_nothing(world: Services) -> None:
     scope = Scope(user_id="U0X", tenant_id="larkspur", groups=frozenset())
     result = await ask(world, scope, "What is the nightly hotel limit in Boston?")
-    assert result.passages == [] and result.gate == "retrieval_unavailable"
+    assert result.passages == [] and result.gate == "no_eligible_source"  # nothing to search in: no outage
     assert {leg.status for leg in result.legs.values()} == {"skipped"}
 
 
