@@ -9,7 +9,9 @@ matter: an exception to a limit is often written there, so each one follows the 
 references it, in that paragraph's section.
 
 Document properties fill what the file itself does not say: the core title is the document title, and
-the last-modified date is the effective date (never a future one, which would hold the document back).
+the last-modified date is the effective date (never a future one, which would hold the document back),
+else the created date; neither when it is the date python-docx's blank template carries (a file a script
+wrote without setting one says nothing of when its policy took effect).
 """
 
 from __future__ import annotations
@@ -38,6 +40,22 @@ _SKIPPED = {f"{{{_W}}}{name}" for name in ("del", "moveFrom", "instrText", "delI
                                             "footnoteRef", "endnoteRef", "commentReference")}
 
 
+# The core properties of python-docx's default template (docx/templates/default.docx), which a document it
+# creates keeps unless the script sets its own: not an author's date.
+_TEMPLATE_DATES = frozenset({datetime(2013, 12, 23, 23, 15, tzinfo=UTC)})
+
+
+def _authored_date(*moments: datetime | None) -> str | None:
+    """The first of `moments` an author's tool wrote (not python-docx's template) and not in the future."""
+    for moment in moments:
+        if moment is None:
+            continue
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        if moment not in _TEMPLATE_DATES and moment <= datetime.now(UTC):
+            return moment.date().isoformat()
+    return None
+
+
 def _docx_error(reason: str) -> ParseError:
     return ParseError(f"The Word file could not be read: {reason}. Open it in Word and save it again as "
                       f".docx {AGAIN}")
@@ -55,17 +73,15 @@ def parse_docx(data: bytes, stem: str) -> ParsedDocument:
         levels = _style_levels(document)
         events = list(_body_events(document.element.body, levels, notes))
         props = document.core_properties
-        title, modified = (props.title or "").strip(), props.modified
+        title, effective = (props.title or "").strip(), _authored_date(props.modified, props.created)
     except ParseError:
         raise
     except (PackageNotFoundError, KeyError, zipfile.BadZipFile, etree.XMLSyntaxError, ValueError) as exc:
         reason = " ".join(str(exc).split())[:120] or type(exc).__name__
         raise _docx_error(reason) from exc
     metadata: dict[str, object] = {}
-    if modified is not None:
-        moment = modified if modified.tzinfo else modified.replace(tzinfo=UTC)
-        if moment <= datetime.now(UTC):
-            metadata["effective"] = moment.date().isoformat()
+    if effective is not None:
+        metadata["effective"] = effective
     usable_title = title if title and not re.search(r"\.(docx?|dotx?)$", title, re.I) else None
     return finish(stem, events, metadata, title=usable_title)
 

@@ -102,6 +102,23 @@ def test_title_falls_back_to_the_single_heading_and_future_dates_are_not_effecti
     assert "effective" not in parsed.metadata
 
 
+def test_python_docx_template_dates_are_no_effective_date() -> None:
+    """A file a script wrote with python-docx keeps its blank template's 2013-12-23 dates: not the author's."""
+    document = docx.Document()
+    document.add_heading("Parking", level=1)
+    document.add_paragraph("Staff park in level 2 of the garage.")
+    assert document.core_properties.modified == datetime(2013, 12, 23, 23, 15, tzinfo=UTC)
+
+    def saved() -> bytes:
+        out = io.BytesIO()
+        document.save(out)
+        return out.getvalue()
+
+    assert "effective" not in parse_bytes(saved(), filename="parking.docx").metadata
+    document.core_properties.created = datetime(2024, 6, 1, 8, 0, tzinfo=UTC)  # a real date, where only it is
+    assert parse_bytes(saved(), filename="parking.docx").metadata["effective"] == "2024-06-01"
+
+
 def test_chunks_keep_the_heading_path_the_rows_and_the_footnote(embedder: object) -> None:
     parsed = parse_bytes(build_policy(), filename="travel.docx")
     drafts = chunk_document(parsed, count_tokens=embedder.count_tokens, max_tokens=400, overlap=50)  # type: ignore[attr-defined]
