@@ -356,6 +356,16 @@ class FakeSlack:
                    "is_member": channel not in self.rejected_channels}
         return {"ok": True, "channel": {**default, **self.channels.get(channel, {})}}
 
+    def _m_conversations_join(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = str(p.get("channel"))
+        info = {**self._m_conversations_info(p)["channel"], "is_member": True}
+        if info.get("is_archived"):
+            return {"ok": False, "error": "is_archived"}
+        if not channel.startswith("C") or info.get("is_private"):
+            return {"ok": False, "error": "method_not_supported_for_channel_type"}
+        self.rejected_channels.pop(channel, None)
+        return {"ok": True, "channel": info}
+
     def _m_conversations_members(self, p: dict[str, Any]) -> dict[str, Any]:
         channel = str(p.get("channel"))
         if channel not in self.members:

@@ -25,6 +25,7 @@ METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "usergroups.users.list": ("usergroups:read",), "reactions.add": ("reactions:write",),
     "files.info": ("files:read",), "files.getUploadURLExternal": ("files:write",),
     "files.completeUploadExternal": ("files:write",),
+    "conversations.join": ("channels:join",),
 }
 
 

@@ -29,14 +29,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("classify", help="label unlabelled escalations once (genuine/avoidable and a topic)",
                        description="Run the escalation classifier once over every unlabelled escalation and "
                                    "print the counts. Uses CAIRN_CHAT_MODEL when set, else the bundled "
-                                   "embedding model; topics come from CAIRN_TOPICS or the default taxonomy.")
+                                   "embedding model; topics are the tenant's document titles, or CAIRN_TOPICS "
+                                   "when it names a topics file.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=classify)
 
     p = sub.add_parser("digest", help="the weekly escalation digest: print it, write it, or post it",
-                       description="Build the digest of one ISO week (default: the last complete week in "
-                                   "CAIRN_TIMEZONE). Without --post or --out, print the Markdown.")
-    p.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W05")
+                       description="Build the digest of one ISO week (default: the week so far in "
+                                   "CAIRN_TIMEZONE, and it says so; with --post, the last complete week, as the "
+                                   "scheduled digest). Without --post or --out, print the Markdown.")
+    p.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W05 (the current week: so far)")
     p.add_argument("--tenant", help="whose escalations (default: the access file's default tenant); each "
                                     "tenant's digest goes to its own channel")
     where = p.add_mutually_exclusive_group()
@@ -57,7 +59,9 @@ def _zone(settings: Settings) -> ZoneInfo:
 
 
 async def classify(args: argparse.Namespace, settings: Settings) -> int:
-    from escalations.classifier import classify_pending
+    import functools
+
+    from escalations.classifier import classify_pending, document_taxonomy
 
     try:
         taxonomy = load_taxonomy(settings.topics_file)
@@ -71,7 +75,9 @@ async def classify(args: argparse.Namespace, settings: Settings) -> int:
     classifier = build_topic_classifier(settings, embedder=embedder, taxonomy=taxonomy)
     async with open_store(settings) as store:
         report = await classify_pending(queries=store.reports, classifier=classifier,
-                                        max_attempts=settings.label_max_attempts, limit=10_000)
+                                        max_attempts=settings.label_max_attempts, limit=10_000,
+                                        topics_for=None if settings.topics_file else
+                                        functools.partial(document_taxonomy, store.catalog))
     if args.json:
         emit_json(report.as_json())
         return 0
@@ -93,7 +99,10 @@ async def digest(args: argparse.Namespace, settings: Settings) -> int:
     tz = _zone(settings)
     now: datetime = utcnow()
     try:
-        week = args.week.strip() if args.week else shift_week(week_label(now, tz), -1)
+        # Printing or writing it, the week so far (a new install sees its first days); posting, the last
+        # complete week, the one the scheduled digest claims.
+        current = week_label(now, tz)
+        week = args.week.strip() if args.week else shift_week(current, -1) if args.post else current
         parse_week(week)
     except WeekError as exc:
         raise CommandError(str(exc)) from exc
@@ -107,7 +116,8 @@ async def digest(args: argparse.Namespace, settings: Settings) -> int:
     if args.post:
         return await _post(args, settings, access, tenant, week, now)
     async with open_store(settings) as store:
-        data = await build_digest(store.reports, week=week, timezone=settings.timezone, tenant_id=tenant)
+        data = await build_digest(store.reports, week=week, timezone=settings.timezone, tenant_id=tenant,
+                                  until=now if week == current else None)
     if args.out:
         chart = args.out.with_suffix(".png")
         if args.out == chart:
@@ -131,6 +141,7 @@ async def _post(args: argparse.Namespace, settings: Settings, access: AccessPoli
     from slack_sdk.errors import SlackApiError
 
     from bot.scheduler import post_digest_now  # the Slack client and the digest poster
+    from bot.slack.digest_post import NotInChannelError
 
     channel = access.digest_channel_for(tenant, fallback=settings.digest_channel)
     where = "CAIRN_DIGEST_CHANNEL" if tenant == access.default_tenant else f"a digest_channel for tenant {tenant}"
@@ -143,8 +154,10 @@ async def _post(args: argparse.Namespace, settings: Settings, access: AccessPoli
         try:
             result = await post_digest_now(settings, store, access, tenant=tenant, channel=channel, week=week,
                                            now=now, force=args.force)
+        except NotInChannelError as exc:
+            raise CommandError(str(exc)) from exc
         except SlackApiError as exc:
-            raise CommandError(f"Slack refused the digest: {exc.response.get('error')}") from exc
+            raise CommandError(f"Slack refused the digest: {exc.response.get('error')} (channel {channel})") from exc
     if args.json:
         emit_json(dataclasses.asdict(result))
     elif result.status == "posted":

@@ -26,6 +26,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from slack_sdk.errors import SlackApiError
@@ -52,6 +53,30 @@ class PostResult:
     channel: str | None = None
     ts: str | None = None
     chart_uploaded: bool = False
+
+
+class NotInChannelError(Exception):
+    """The bot is not in the digest channel and could not join it: says which channel and what to do."""
+
+    def __init__(self, channel: str, reason: str) -> None:
+        self.channel, self.reason = channel, reason
+        super().__init__(f"Cairn is not in the digest channel {channel} and could not join it ({reason}): "
+                         f"run /invite @Cairn in {channel}, then post the digest again")
+
+
+async def join_channel(client: AsyncWebClient, channel: str) -> None:
+    """Join a public channel the bot was not invited to (conversations.join, scope channels:join); a
+    private one, or a workspace that does not let apps join, raises NotInChannelError."""
+    try:
+        await client.conversations_join(channel=channel)
+    except SlackApiError as exc:
+        error = str(exc.response.get("error"))
+        reason = {"method_not_supported_for_channel_type": "it is private: only an invitation lets the bot in",
+                  "missing_scope": "the app lacks the channels:join scope: reinstall it from manifest.yml",
+                  "channel_not_found": "no such channel, or it is private",
+                  "is_archived": "it is archived"}.get(error, error)
+        raise NotInChannelError(channel, reason) from exc
+    log.info("joined the digest channel %s, which the bot had not been invited to", channel)
 
 
 def run_key(week: str, tenant_id: str | None = None, *, default_tenant: str | None = None) -> str:
@@ -99,10 +124,17 @@ async def post_digest(*, reports: EscalationReports, runs: RunClaims, client: As
         await runs.release_run(claim)
         raise
     metadata = {"event_type": DIGEST_EVENT, "event_payload": {"week": week, "tenant": tenant, "token": claim.token}}
+    message: dict[str, Any] = {"channel": channel, "text": text, "blocks": blocks, "unfurl_links": False,
+                               "unfurl_media": False, "metadata": metadata}
     try:
-        resp = await client.chat_postMessage(channel=channel, text=text, blocks=blocks, unfurl_links=False,
-                                             unfurl_media=False, metadata=metadata)
-    except SlackApiError:  # Slack answered: nothing was posted
+        try:
+            resp = await client.chat_postMessage(**message)
+        except SlackApiError as exc:
+            if exc.response.get("error") != "not_in_channel":
+                raise
+            await join_channel(client, channel)  # raises NotInChannelError when it cannot
+            resp = await client.chat_postMessage(**message)
+    except (SlackApiError, NotInChannelError):  # Slack answered: nothing was posted
         await runs.release_run(claim)
         raise
     except BaseException:  # no answer: Slack may have posted it; the next trigger looks before posting

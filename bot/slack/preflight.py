@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 REQUIRED_SCOPES = {
     "app_mentions:read": "@mentions", "chat:write": "posting answers and escalations",
     "im:history": "DMs", "im:write": "opening DMs", "mpim:history": "group DMs", "mpim:read": "group DM members",
-    "channels:history": "threads in public channels", "channels:read": "who reads a public channel",
+    "channels:history": "threads in public channels", "channels:join": "joining a public digest channel",
+    "channels:read": "who reads a public channel",
     "groups:history": "threads in private channels", "groups:read": "who reads a private channel",
     "users:read": "guests and workspaces", "usergroups:read": "Slack user groups", "files:read": "uploads",
     "files:write": "the digest chart", "reactions:write": "the ✅ on relayed replies", "commands": "/cairn",

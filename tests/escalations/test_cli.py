@@ -63,7 +63,7 @@ async def test_digest_prints_markdown_or_json(home: Path, capsys: pytest.Capture
     assert "## Knowledge-base backlog (3 avoidable)" in capsys.readouterr().out
     assert await cairn("digest", "--week", WEEK, "--json") == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["counts"] == {"genuine": 2, "avoidable": 3, "other": 1}
+    assert data["counts"] == {"genuine": 2, "avoidable": 3, "other": 1, "restricted": 0, "no_documents": 0}
     assert data["trend"]["avoidable"] == [0, 0, 0, 0, 0, 1, 3, 3]
 
 
@@ -89,6 +89,25 @@ async def test_digest_post_once(home: Path, fake_slack: FakeSlackWithFiles, monk
     fake_slack.reject_channel("C0LEADS", "channel_not_found")
     assert await cairn("digest", "--week", "2026-W04", "--post") == 2
     assert "Slack refused the digest: channel_not_found" in capsys.readouterr().err
+
+
+async def test_digest_post_to_a_channel_the_bot_is_not_in_joins_a_public_one_and_names_a_private_one(
+        home: Path, fake_slack: FakeSlackWithFiles, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_API_URL", fake_slack.url)
+    monkeypatch.setenv("CAIRN_DIGEST_CHANNEL", "C0LEADS")
+    fake_slack.reject_channel("C0LEADS", "not_in_channel")  # public, never invited: Cairn joins it
+    assert await cairn("digest", "--week", WEEK, "--post") == 0
+    assert "posted the 2026-W05 digest to C0LEADS" in capsys.readouterr().out
+    assert [c.channel for c in fake_slack.calls_to("conversations.join")] == ["C0LEADS"]
+
+    monkeypatch.setenv("CAIRN_DIGEST_CHANNEL", "G0LEADS")
+    fake_slack.reject_channel("G0LEADS", "not_in_channel")  # private: only an invitation lets the bot in
+    assert await cairn("digest", "--week", "2026-W04", "--post") == 2
+    err = capsys.readouterr().err
+    assert "not in the digest channel G0LEADS" in err and "/invite @Cairn in G0LEADS" in err and "private" in err
+    assert not fake_slack.messages.get("G0LEADS")  # refused, and not retried blindly
 
 
 async def test_classify_once_prints_counts(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
