@@ -27,7 +27,7 @@ from retrieval.chunk import ChunkDraft, chunk_document
 from retrieval.embed import EmbeddedText, Embedder
 from retrieval.index import IndexPoint, VectorIndex, point_id_for
 from retrieval.language import detect_language
-from retrieval.parse import SUPPORTED_SUFFIXES, ParsedDocument, ParseError, _size_phrase
+from retrieval.parse import SUPPORTED_SUFFIXES, ParseBudget, ParsedDocument, ParseError, _size_phrase
 from retrieval.parse.isolated import parse_in_worker
 from store.access import EVERYONE
 from store.catalog import Catalog, NewChunk, chunk_id_for
@@ -158,6 +158,12 @@ class Ingestor:
     min_free_mb: int = 0  # below this much free disk no job starts (store/disk.py says why)
     max_chunks: int = 3000  # passages per document; more is refused with a clear message
     job_timeout_s: float = 900.0  # one job's parse, chunk and embed budget
+    cancel_poll_s: float = 1.0  # how often a running job looks whether it was cancelled
+
+    @property
+    def parse_budget(self) -> ParseBudget:
+        """What one file may cost to read (retrieval/parse/budget.py), its text matched to max_chunks."""
+        return ParseBudget.for_passages(self.max_chunks, self.chunk_tokens, self.chunk_overlap)
 
     @property
     def submitter(self) -> Submitter:
@@ -211,8 +217,9 @@ class Ingestor:
             # Parsing and chunking are CPU work on untrusted input: off the event loop, under the
             # job's budget, so neither a large nor a hostile file stalls the server's other work.
             data = await asyncio.to_thread(Path(job.raw_path).read_bytes)
-            parsed = await self._within_budget(deadline, parse_in_worker(data, filename=job.source_path))
-            drafts, langs = await self._within_budget(deadline, asyncio.to_thread(self._chunk, parsed))
+            parsed = await self._within_budget(deadline, parse_in_worker(data, filename=job.source_path,
+                                                                         budget=self.parse_budget), job)
+            drafts, langs = await self._within_budget(deadline, asyncio.to_thread(self._chunk, parsed), job)
             existing = await self.catalog.find_version_by_hash(
                 tenant_id=job.tenant_id, doc_id=job.doc_id, content_hash=job.content_hash)
             if existing is not None and existing.state in ("published", "scheduled"):
@@ -264,7 +271,7 @@ class Ingestor:
             for start in range(0, len(chunks), EMBED_BATCH):
                 batch = chunks[start:start + EMBED_BATCH]
                 embedded = await self._within_budget(
-                    deadline, asyncio.to_thread(self.embedder.embed_documents, [c.text for c in batch]))
+                    deadline, asyncio.to_thread(self.embedder.embed_documents, [c.text for c in batch]), job)
                 points.extend(IndexPoint(point_id=c.point_id, vectors=e.vectors,
                                          payload={**payload_base, "chunk_id": c.chunk_id, "lang": c.lang})
                               for c, e in zip(batch, embedded, strict=True))
@@ -292,6 +299,7 @@ class Ingestor:
             failed = await self.jobs.fail(job_id=job.job_id, error=str(exc), permanent=True)
             if failed.state == "cancelled":
                 return await self._stop_cancelled(job, version, chunks, on_progress)
+            await self._forget_refused(job, version)
             await _notify(on_progress, failed)
             return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="failed", message=str(exc),
                                job_id=job.job_id)
@@ -320,16 +328,31 @@ class Ingestor:
             raise IngestError(_too_many_chunks(f"{len(drafts):,}", self.max_chunks))
         return drafts, [detect_language(d.text) for d in drafts]
 
-    async def _within_budget(self, deadline: float, work: Awaitable[T]) -> T:
-        """Await `work` until the job's deadline; past it the job fails for good with the reason (a parse
-        is stopped with its worker process; a thread still busy is left to finish, its result unused)."""
+    async def _within_budget(self, deadline: float, work: Awaitable[T], job: JobRecord) -> T:
+        """Await `work` until the job's deadline, looking every `cancel_poll_s` whether the job was
+        cancelled meanwhile (`cairn jobs cancel`, a withdrawal): then the work is stopped and
+        JobCancelled raised. Past the deadline the job fails for good with the reason. A parse is
+        stopped with its worker process; a thread still busy is left to finish, its result unused."""
+        task = asyncio.ensure_future(work)
         try:
-            return await asyncio.wait_for(work, timeout=max(deadline - time.monotonic(), 0.001))
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                done, _ = await asyncio.wait({task}, timeout=min(left, self.cancel_poll_s))
+                if done:
+                    return task.result()
+                current = await self.jobs.get(job_id=job.job_id)
+                if current is not None and current.state == "cancelled":
+                    raise JobCancelled(job.job_id)
         except TimeoutError:
             raise IngestError(
                 f"Processing this file took longer than {self.job_timeout_s:g} s (CAIRN_JOB_TIMEOUT): it is too "
                 "large or too complex to ingest in one piece. Split it into smaller documents and upload them "
                 "separately.") from None
+        finally:
+            if not task.done():
+                task.cancel()  # a parse's worker process is killed; awaiting it is not needed
 
     async def _stop_cancelled(self, job: JobRecord, version: str | None, chunks: Sequence[NewChunk],
                               on_progress: ProgressCallback | None) -> FileOutcome:
@@ -345,6 +368,18 @@ class Ingestor:
         await _notify(on_progress, cancelled)
         return FileOutcome(path=job.source_path, doc_id=job.doc_id, status="cancelled", version=version,
                            message=cancelled.last_error, job_id=job.job_id)
+
+    async def _forget_refused(self, job: JobRecord, version: str | None) -> None:
+        """A refused file keeps no copy: its incoming original (unless another unfinished job still
+        needs the same bytes) and the version's hard link, if one was made."""
+        paths = [Path(job.raw_path)]
+        if version:
+            paths.append(self._original_path(job, version))
+        if await self.jobs.raw_in_use(raw_path=job.raw_path, other_than=job.job_id):
+            paths = paths[1:]
+        for path in paths:
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(path.unlink, True)
 
     def _original_path(self, job: JobRecord, version: str) -> Path:
         return self.raw_root / job.tenant_id / job.doc_id / f"{version}{Path(job.raw_path).suffix}"

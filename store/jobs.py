@@ -279,6 +279,15 @@ class Jobs:
         assert updated is not None
         return updated
 
+    async def raw_in_use(self, *, raw_path: str, other_than: str) -> bool:
+        """Whether a job other than `other_than` that has not finished still reads the original at `raw_path`."""
+        async with self._conn.execute(
+            f"SELECT 1 FROM ingest_jobs WHERE raw_path=? AND job_id!=?"
+            f" AND state IN ({','.join('?' * len(UNFINISHED_STATES))}) LIMIT 1",
+            (raw_path, other_than, *UNFINISHED_STATES),
+        ) as cur:
+            return await cur.fetchone() is not None
+
     async def list(self, *, requested_by: str | None = None, limit: int = 20,
                    states: tuple[str, ...] | None = None) -> list[JobRecord]:
         sql = "SELECT * FROM ingest_jobs WHERE 1=1"

@@ -81,14 +81,17 @@ def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
     """Expand directories; give each file its identity; flag what cannot be ingested."""
     from retrieval.ingest import IngestError, default_doc_id, validate_doc_id
     from retrieval.parse import SUPPORTED_SUFFIXES
+    from retrieval.sync.files import list_source_files
 
     found: list[tuple[Path, Path]] = []
+    outside: list[Planned] = []
     for path in paths:
         if not path.exists():
             found.append((path, path.parent))
-        elif path.is_dir():
-            found.extend((f, path) for f in sorted(path.rglob("*"))
-                         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(path).parts))
+        elif path.is_dir():  # only regular files inside the directory: no symlinks out, no devices
+            files, skipped = list_source_files(path, SUPPORTED_SUFFIXES)
+            found.extend((f, path) for f in files)
+            outside.extend(Planned(s.path, None, s.reason) for s in skipped)
         else:
             found.append((path, path.parent))
     if doc_id and len(found) != 1:
@@ -107,6 +110,7 @@ def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
                                    source=file.relative_to(root).as_posix()))
         except IngestError as exc:
             planned.append(Planned(file, None, str(exc)))
+    planned.extend(outside)
     counts = Counter(p.doc_id for p in planned if p.doc_id)
     return [Planned(p.path, p.doc_id, f"duplicate document id '{p.doc_id}' in this run "
                                       f"({counts[p.doc_id]} files); give each a distinct name or --doc-id")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from retrieval.parse import budget as _budget
+from retrieval.parse.budget import ParseBudget
 from retrieval.parse.docx import parse_docx
 from retrieval.parse.html import parse_html
 from retrieval.parse.markdown import parse_markdown
@@ -21,13 +23,13 @@ from retrieval.parse.model import AGAIN, EMPTY, ParsedDocument, ParseError, Sect
 from retrieval.parse.pdf import parse_pdf
 from retrieval.parse.text import decode_text, parse_text
 
-__all__ = ["SUPPORTED_SUFFIXES", "ParseError", "ParsedDocument", "Section", "parse_bytes", "parse_file"]
+__all__ = ["SUPPORTED_SUFFIXES", "ParseBudget", "ParseError", "ParsedDocument", "Section", "parse_bytes", "parse_file"]
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
 _SUFFIX_LIST = ".md, .markdown, .txt, .html, .htm, .pdf, .docx"
 
 
-def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
+def parse_file(path: Path, *, max_bytes: int, budget: ParseBudget | None = None) -> ParsedDocument:
     """Read and parse one file, refusing it before reading when it is over `max_bytes`."""
     try:
         size = path.stat().st_size
@@ -40,7 +42,7 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
     if size > max_bytes:
         raise ParseError(f"The {_size_phrase(size, max_bytes)}: split it into smaller documents "
                          "and upload them separately.")
-    return parse_bytes(data, filename=path.name)
+    return parse_bytes(data, filename=path.name, budget=budget)
 
 
 def _size_phrase(size: int, limit: int) -> str:
@@ -53,8 +55,16 @@ def _size_phrase(size: int, limit: int) -> str:
     return f"file is {shown} MB, over the {cap} MB limit"
 
 
-def parse_bytes(data: bytes, *, filename: str) -> ParsedDocument:
-    """Parse file content; the suffix of `filename` picks the format and its stem is the fallback title."""
+def parse_bytes(data: bytes, *, filename: str, budget: ParseBudget | None = None) -> ParsedDocument:
+    """Parse file content; the suffix of `filename` picks the format and its stem is the fallback title.
+
+    Reading stops at the first limit of `budget` (retrieval/parse/budget.py) that the file crosses:
+    ParseError with the limit, as for any other file Cairn cannot ingest."""
+    with _budget.using(budget):
+        return _parse(data, filename)
+
+
+def _parse(data: bytes, filename: str) -> ParsedDocument:
     name = Path(filename)
     suffix = name.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
@@ -69,8 +79,11 @@ def parse_bytes(data: bytes, *, filename: str) -> ParsedDocument:
     if suffix == ".docx":
         return parse_docx(data, stem)
     text = decode_text(data)
+    if suffix in {".html", ".htm"}:
+        return parse_html(text, stem)  # markup is counted by elements, its text by `finish`
+    _budget.check_chars(len(text))
+    # Each blank line may start a paragraph: counted before any parser builds them.
+    _budget.check_blocks(text.count("\n\n"))
     if suffix == ".txt":
         return parse_text(text, stem)
-    if suffix in {".html", ".htm"}:
-        return parse_html(text, stem)
     return parse_markdown(text, stem)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from retrieval.language import detect_language
+from retrieval.parse import budget
 from retrieval.parse.model import EMPTY, Event, Heading, ParsedDocument, ParseError, Section
 
 
 def finish(stem: str, events: Iterable[Event], metadata: dict[str, object], *,
            title: str | None = None) -> ParsedDocument:
-    events = list(events)
+    events = list(_within_budget(events))
     headings = [event for event in events if isinstance(event, Heading)]
     # A single leading H1 names the document; several H1s are its top-level sections instead.
     root_from_h1 = bool(headings) and headings[0].level == 1 and [h.level for h in headings].count(1) == 1
@@ -21,6 +22,17 @@ def finish(stem: str, events: Iterable[Event], metadata: dict[str, object], *,
     body = "\n".join(section.text for section in sections)
     lang = metadata.get("lang") or detect_language(body)
     return ParsedDocument(title=title, sections=sections, lang=str(lang), metadata=metadata)
+
+
+def _within_budget(events: Iterable[Event]) -> Iterable[Event]:
+    """The events, refused at the first block or character over the current budget (events may be a
+    generator that reads the file as it goes: the reading stops there too)."""
+    chars = 0
+    for count, event in enumerate(events, 1):
+        budget.check_blocks(count)
+        chars += len(event.text)
+        budget.check_chars(chars)
+        yield event
 
 
 def _assemble(events: list[Event], title: str, *, root_from_h1: bool) -> tuple[Section, ...]:

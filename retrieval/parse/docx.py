@@ -28,6 +28,7 @@ from docx.opc.exceptions import PackageNotFoundError
 from lxml import etree
 
 from retrieval.parse.assemble import finish
+from retrieval.parse.budget import check_package
 from retrieval.parse.model import AGAIN, Event, Heading, Para, ParsedDocument, ParseError
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -67,6 +68,7 @@ def parse_docx(data: bytes, stem: str) -> ParsedDocument:
                          f"to .docx: remove the password, or save it as .docx from Word, {AGAIN}")
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise _docx_error("it is not a .docx package (damaged, or another format with a .docx name)")
+    check_package(data)  # inflated once under the budget before python-docx builds any tree
     try:
         document = Document(io.BytesIO(data))
         notes = {**_notes(document, RT.FOOTNOTES, "footnote"), **_notes(document, RT.ENDNOTES, "endnote")}

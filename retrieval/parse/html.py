@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
+from retrieval.parse import budget
 from retrieval.parse.assemble import finish
 from retrieval.parse.front_matter import clean_metadata
 from retrieval.parse.model import AGAIN, Event, Heading, Para, ParsedDocument, ParseError
@@ -33,13 +34,19 @@ _HEADING_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 
 class _DepthProbe(HTMLParser):
     """Follows the nesting the tree builder will produce (an unclosed element stays open, an end tag
-    closes up to its element) and stops at the first element deeper than MAX_DEPTH."""
+    closes up to its element) and stops at the first element deeper than MAX_DEPTH, or past the
+    budget's number of elements."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=False)
         self.open: list[str] = []
+        self.elements = 0
+        self.limit = budget.current().max_elements
 
     def handle_starttag(self, tag: str, attrs: object) -> None:
+        self.elements += 1
+        if self.elements > self.limit:
+            budget.check_elements(self.elements)
         if tag in _VOID_TAGS:
             return
         self.open.append(tag)

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from retrieval.parse import ParsedDocument, parse_bytes
+from retrieval.parse import ParseBudget, ParsedDocument, parse_bytes
 
 WORKERS = 2
 _pool: ProcessPoolExecutor | None = None
@@ -78,11 +78,12 @@ def _discard(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-async def parse_in_worker(data: bytes, *, filename: str) -> ParsedDocument:
-    """`parse_bytes` in a worker process; cancelling the call (a job's budget ran out) kills the worker."""
+async def parse_in_worker(data: bytes, *, filename: str, budget: ParseBudget | None = None) -> ParsedDocument:
+    """`parse_bytes` in a worker process; cancelling the call (a job's time ran out, or it was cancelled)
+    kills the worker."""
     pool = _current()
     future = asyncio.get_running_loop().run_in_executor(pool, functools.partial(parse_bytes, data,
-                                                                                filename=filename))
+                                                                                filename=filename, budget=budget))
     try:
         return await future
     except asyncio.CancelledError:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from pypdf import PdfReader
 
+from retrieval.parse import budget
 from retrieval.parse.assemble import finish
 from retrieval.parse.model import AGAIN, EMPTY, Event, Heading, Para, ParsedDocument, ParseError
 from retrieval.parse.text import NUMBERED, is_caps
@@ -38,7 +39,13 @@ def parse_pdf(data: bytes, stem: str) -> ParsedDocument:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise _pdf_error("it is password-protected; remove the password")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        budget.check_pages(len(reader.pages))
+        pages: list[str] = []
+        chars = 0
+        for page in reader.pages:  # stops at the character budget, not after the last page
+            pages.append(page.extract_text() or "")
+            chars += len(pages[-1])
+            budget.check_chars(chars)
         info_title = reader.metadata.title if reader.metadata else None
     except ParseError:
         raise

@@ -1,4 +1,5 @@
-"""A folder (a shared drive, a git checkout) as a source: every supported file below it, hidden files and
+"""A folder (a shared drive, a git checkout) as a source: every supported regular file inside it (files.py
+says what is skipped and why: symlinks out of the folder, devices, other mounts), hidden files and
 folders (.git) excluded, identified by its path relative to the folder without extension — the same
 identity `cairn ingest FOLDER` gives, so a folder first ingested by hand can be taken over by a sync.
 
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from retrieval.ingest import IngestError, default_doc_id, validate_doc_id
 from retrieval.parse import SUPPORTED_SUFFIXES
-from retrieval.sync.model import CONTENT, ERROR, GONE, NOT_MODIFIED, Fetched, ListingError
+from retrieval.sync.files import list_source_files
+from retrieval.sync.model import CONTENT, ERROR, GONE, NOT_MODIFIED, SKIPPED, Fetched, ListingError
 from store.sources import SourceItem
 
 OK_RESULTS = ("new", "changed", "unchanged", "not_modified")
@@ -35,17 +37,19 @@ class DirectoryLister:
         if not root.is_dir():
             raise ListingError(f"{root} is not a folder")
         try:
-            files = sorted(f for f in root.rglob("*") if f.is_file()
-                           and not any(part.startswith(".") for part in f.relative_to(root).parts)
-                           and f.suffix.lower() in SUPPORTED_SUFFIXES)
+            files, skipped = list_source_files(root, SUPPORTED_SUFFIXES)
         except OSError as exc:
             raise ListingError(f"the folder {root} could not be listed ({exc.strerror or exc})") from exc
         live = {key for key, item in known.items() if item.state != "withdrawn"}
-        if not files and live:
+        if not files and not skipped and live:
             raise ListingError(f"the folder {root} is empty but held {len(live)} documents (not mounted?); "
                                "nothing was withdrawn")
         out: list[Fetched] = []
         seen: set[str] = set()
+        for skip in skipped:  # a file that was synced and now leads outside is withdrawn, like a deleted one
+            key = skip.path.relative_to(root).as_posix()
+            seen.add(key)
+            out.append(Fetched(key=key, doc_id="", result=SKIPPED, filename=key, message=skip.reason))
         for file in files:
             key = file.relative_to(root).as_posix()
             seen.add(key)

@@ -23,8 +23,16 @@ from pathlib import Path
 
 from retrieval.ingest import WITHDRAWN, DocumentOptions, FileOutcome, Ingestor, ProgressCallback, Submitter
 from retrieval.sync.directory import DirectoryLister
+from retrieval.sync.files import OutsideSource, read_source_file
 from retrieval.sync.model import CONTENT, ERROR, GONE, NOT_MODIFIED, SKIPPED, Fetched, ListingError
-from retrieval.sync.website import DEFAULT_CONCURRENCY, DEFAULT_DELAY_S, WebsiteLister
+from retrieval.sync.website import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_DELAY_S,
+    DEFAULT_FETCH_S,
+    DEFAULT_MAX_PAGES,
+    DEFAULT_MAX_RUN_S,
+    WebsiteLister,
+)
 from store.access import EVERYONE
 from store.catalog import Catalog
 from store.db import iso
@@ -109,6 +117,8 @@ class SyncRunner:
         known = await self.sources.items(source_id=source.source_id)
         listing = await lister.scan(known)  # raises ListingError: nothing below runs
         report.requests = getattr(lister, "requests", 0)
+        for note in getattr(lister, "notes", []):  # a budget reached: the admin should know pages were left out
+            report.items.append(ItemResult("(crawl)", None, "error", message=note))
         options = source_options(source)
         confirm_removals = source.kind == "website"
         submitted: list[tuple[Fetched, FileOutcome, bool]] = []
@@ -123,7 +133,12 @@ class SyncRunner:
                         f"document id {fetched.doc_id!r} is already kept in sync by another source ({claimed})")))
                     continue
                 try:
-                    data = fetched.data if fetched.path is None else await asyncio.to_thread(fetched.path.read_bytes)
+                    data = fetched.data if fetched.path is None else await asyncio.to_thread(
+                        read_source_file, Path(source.location), fetched.path, max_bytes=self.submitter.max_bytes)
+                except OutsideSource as exc:
+                    await self._record(source, fetched, "skipped", message=f"skipped: {exc}", report=report,
+                                       previous=item, keep_validators=True)
+                    continue
                 except OSError as exc:
                     await self._record(source, fetched, "error", message=f"cannot read file: {exc.strerror or exc}",
                                        report=report, previous=item, keep_validators=True)
@@ -260,4 +275,7 @@ def lister_for(source: SourceRecord, *, max_bytes: int) -> DirectoryLister | Web
                          concurrency=int(settings.get("concurrency", DEFAULT_CONCURRENCY)),  # type: ignore[call-overload]
                          delay_s=float(settings.get("delay_s", DEFAULT_DELAY_S)),  # type: ignore[arg-type]
                          timeout_s=float(settings.get("timeout_s", 10.0)),  # type: ignore[arg-type]
-                         max_pages=int(settings.get("max_pages", 2000)), max_bytes=max_bytes)  # type: ignore[call-overload]
+                         fetch_s=float(settings.get("fetch_s", DEFAULT_FETCH_S)),  # type: ignore[arg-type]
+                         max_run_s=float(settings.get("max_run_s", DEFAULT_MAX_RUN_S)),  # type: ignore[arg-type]
+                         max_pages=int(settings.get("max_pages", DEFAULT_MAX_PAGES)),  # type: ignore[call-overload]
+                         max_bytes=max_bytes)

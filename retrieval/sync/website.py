@@ -15,6 +15,12 @@ so nothing on the page (a <meta> tag, say) can set who may read it.
 Per page: timeouts, redirects and HTTP errors are results of that page, not of the run; 404 and 410
 mean the page is gone (the mirror withdraws it only when the next run confirms it). The whole listing
 fails — and nothing is withdrawn — when robots.txt, the sitemap or the start page cannot be reached.
+
+Budgets, enforced while reading: every response is streamed and dropped at `max_bytes` (a declared
+Content-Length over it is refused before the body is read), every request — body included — has
+`fetch_s` in all (a server that sends a byte a second is cut off there), a run takes at most
+`max_pages` pages and `max_run_s` seconds; pages past either limit are not fetched this run (said in
+`notes`) and nothing unvisited is withdrawn.
 """
 
 from __future__ import annotations
@@ -54,6 +60,28 @@ MAX_REDIRECTS = 5
 # 304s, takes under a minute; a public site's owner may prefer --delay 1.
 DEFAULT_DELAY_S = 0.025
 DEFAULT_CONCURRENCY = 4
+DEFAULT_FETCH_S = 30.0  # one request, headers and body, start to end
+DEFAULT_MAX_PAGES = 500  # pages and linked files per run
+DEFAULT_MAX_RUN_S = 1800.0  # one run of one source
+_STREAM_CHUNK = 64 * 1024
+
+
+class TooLarge(Exception):
+    """A response over the byte budget; str(e) says how far it got."""
+
+
+class _Reply:
+    """A response read under the budgets: status, headers and the (bounded) body."""
+
+    def __init__(self, status_code: int, headers: httpx.Headers, content: bytes, encoding: str | None) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+        self._encoding = encoding
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(self._encoding or "utf-8", errors="replace")
 
 
 class _Pacer:
@@ -76,8 +104,8 @@ class _Pacer:
 
 class WebsiteLister:
     def __init__(self, start_url: str, *, concurrency: int = DEFAULT_CONCURRENCY, delay_s: float = DEFAULT_DELAY_S,
-                 timeout_s: float = 10.0,
-                 max_pages: int = 2000, max_bytes: int = 20 * 1024 * 1024,
+                 timeout_s: float = 10.0, fetch_s: float = DEFAULT_FETCH_S, max_run_s: float = DEFAULT_MAX_RUN_S,
+                 max_pages: int = DEFAULT_MAX_PAGES, max_bytes: int = 20 * 1024 * 1024,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         parts = urlsplit(start_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -90,9 +118,13 @@ class WebsiteLister:
         self.timeout_s = timeout_s
         self.max_pages = max_pages
         self.max_bytes = max_bytes
+        self.fetch_s = fetch_s
+        self.max_run_s = max_run_s
         self._transport = transport
         self._robots: RobotFileParser | None = None
+        self._deadline = float("inf")
         self.requests = 0  # how many HTTP requests the last listing sent (robots and sitemaps included)
+        self.notes: list[str] = []  # budgets the last listing reached (pages or time): pages left unfetched
 
     # -- scope ------------------------------------------------------------------------------------
 
@@ -117,6 +149,8 @@ class WebsiteLister:
 
     async def scan(self, known: dict[str, SourceItem]) -> list[Fetched]:
         self.requests = 0
+        self.notes = []
+        self._deadline = time.monotonic() + self.max_run_s
         pacer = _Pacer(self.delay_s)
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         # trust_env=False: a sync goes to the configured site only, never through an ambient proxy.
@@ -128,10 +162,29 @@ class WebsiteLister:
             return await self._crawl(client, pacer, known, listed)
 
     async def _get(self, client: httpx.AsyncClient, pacer: _Pacer, url: str,
-                   headers: dict[str, str] | None = None) -> httpx.Response:
+                   headers: dict[str, str] | None = None) -> _Reply:
+        """GET under the budgets: raises httpx.TimeoutException past `fetch_s` (body included) and
+        TooLarge at the first byte over `max_bytes`."""
         await pacer.wait()
         self.requests += 1
-        return await client.get(url, headers=headers)
+        try:
+            async with asyncio.timeout(self.fetch_s):
+                return await self._read(client, url, headers)
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no complete answer within {self.fetch_s:g} s") from None
+
+    async def _read(self, client: httpx.AsyncClient, url: str, headers: dict[str, str] | None) -> _Reply:
+        async with client.stream("GET", url, headers=headers) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                raise TooLarge(f"{int(declared):,} bytes declared, over the {self.max_bytes:,}-byte limit; "
+                               "not downloaded")
+            body = bytearray()
+            async for chunk in response.aiter_bytes(_STREAM_CHUNK):  # decoded: a gzip bomb counts as inflated
+                body += chunk
+                if len(body) > self.max_bytes:
+                    raise TooLarge(f"over the {self.max_bytes:,}-byte limit; the download was stopped there")
+            return _Reply(response.status_code, response.headers, bytes(body), response.charset_encoding)
 
     async def _load_robots(self, client: httpx.AsyncClient, pacer: _Pacer) -> list[str]:
         url = f"{self.origin}/robots.txt"
@@ -140,6 +193,8 @@ class WebsiteLister:
         except httpx.HTTPError as exc:
             raise ListingError(f"the site could not be reached ({_network_reason(exc, self.timeout_s)}); "
                                "nothing was withdrawn") from exc
+        except TooLarge as exc:
+            raise ListingError(f"robots.txt is too large ({exc}); nothing was withdrawn") from exc
         self._robots = None
         if response.status_code >= 500 or response.status_code in (401, 403, 429):
             raise ListingError(f"robots.txt answered HTTP {response.status_code}; nothing was withdrawn")
@@ -165,6 +220,8 @@ class WebsiteLister:
         except httpx.HTTPError as exc:
             raise ListingError(f"the sitemap {url} could not be fetched ({_network_reason(exc, self.timeout_s)}); "
                                "nothing was withdrawn") from exc
+        except TooLarge as exc:
+            raise ListingError(f"the sitemap {url} is too large ({exc}); nothing was withdrawn") from exc
         if response.status_code in (404, 410):
             return None
         if response.status_code != 200:
@@ -192,13 +249,18 @@ class WebsiteLister:
         results: dict[str, Fetched] = {}
         queued: set[str] = set()
         queue: asyncio.Queue[str] = asyncio.Queue()
+        refused: set[str] = set()  # in scope, past the page budget: counted for the note
 
         def offer(urls: Iterable[str]) -> None:
             for url in urls:
                 key = self.key_of(url)
-                if key not in queued and len(queued) < self.max_pages and self.in_scope(url):
-                    queued.add(key)
-                    queue.put_nowait(url)
+                if key in queued or not self.in_scope(url):
+                    continue
+                if len(queued) >= self.max_pages:
+                    refused.add(key)
+                    continue
+                queued.add(key)
+                queue.put_nowait(url)
 
         offer(frontier)
         start = await self._fetch(client, pacer, self.start_url, live.get(self.key_of(self.start_url)))
@@ -212,12 +274,18 @@ class WebsiteLister:
         queue.get_nowait()  # the start page, fetched above
         offer(self._links_to_follow(start.links, follow_pages))
 
+        unfetched: list[str] = []
+
         async def worker() -> None:
             while True:
                 try:
                     url = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
+                if time.monotonic() >= self._deadline:
+                    unfetched.append(url)  # the run's time is spent: left for the next run
+                    queue.task_done()
+                    continue
                 try:
                     asked = self.key_of(url)
                     fetched = await self._fetch(client, pacer, url, live.get(asked))
@@ -234,6 +302,13 @@ class WebsiteLister:
         # Workers exit when the queue is momentarily empty; re-spawn while links keep arriving.
         while not queue.empty():
             await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+        refused -= queued
+        if refused:
+            self.notes.append(f"the crawl stopped at {self.max_pages:,} pages (the limit per run): {len(refused):,} "
+                              "more linked pages were not fetched; nothing unfetched was withdrawn")
+        if unfetched:
+            self.notes.append(f"the run reached its time limit of {self.max_run_s:g} s: {len(unfetched):,} pages "
+                              "were not fetched this time; nothing unfetched was withdrawn")
         return list(results.values())
 
     def _links_to_follow(self, links: Iterable[str], follow_pages: bool) -> list[str]:
@@ -269,6 +344,8 @@ class WebsiteLister:
         except httpx.HTTPError as exc:
             return Fetched(key=key, doc_id=doc_id, result=ERROR, url=url,
                            message=_network_reason(exc, self.timeout_s))
+        except TooLarge as exc:
+            return Fetched(key=key, doc_id=doc_id, result=ERROR, url=url, message=str(exc))
         if target != url:
             key, doc_id, url = self.key_of(target), self._doc_id(target), target
         status = response.status_code
@@ -281,9 +358,6 @@ class WebsiteLister:
             return Fetched(key=key, doc_id=doc_id, result=ERROR, url=url, message=f"HTTP {status}")
         etag, modified = response.headers.get("etag"), response.headers.get("last-modified")
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if len(response.content) > self.max_bytes:
-            return Fetched(key=key, doc_id=doc_id, result=ERROR, url=url,
-                           message=f"{len(response.content):,} bytes, over the {self.max_bytes:,}-byte limit")
         if ctype in DOCUMENT_TYPES:
             suffix = DOCUMENT_TYPES[ctype]
             filename = doc_id if doc_id.lower().endswith(suffix) else doc_id + suffix
@@ -344,7 +418,7 @@ def main_content(page: str, url: str) -> bytes | None:
 
 def _network_reason(exc: httpx.HTTPError, timeout_s: float) -> str:
     if isinstance(exc, httpx.TimeoutException):
-        return f"timed out after {timeout_s:g} s"
+        return str(exc) if str(exc).startswith("no complete answer") else f"timed out after {timeout_s:g} s"
     if isinstance(exc, httpx.ConnectError):
         return "connection refused or host unreachable"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
