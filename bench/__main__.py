@@ -41,6 +41,7 @@ def sections() -> list[Section]:
     from bench.calibrate import section_calibrate
     from bench.conflicts import section_conflicts
     from bench.ingest import section_ingest
+    from bench.judge_threshold import section_judge
     from bench.latency import section_latency
     from bench.retrieval import section_arcd, section_handbooks, section_squad, section_xquad
     from bench.robustness import section_robustness
@@ -60,6 +61,7 @@ def sections() -> list[Section]:
         Section("api", "POST /v1/retrieve p50/p95 at 20 clients over loopback (issue 7)", section_api),
         Section("conflicts", "conflict detector: false alarms on single-answer handbook questions, sample "
                 "conflict and ordered pairs", section_conflicts),
+        Section("judge", "the answer judge's threshold, chosen on the tune split's end-to-end turns", section_judge),
         Section("answers", "end-to-end turns scored on the answer text: right, wrong shown, escalations, "
                 "per set and language, tune and report splits (issue 12)", section_answers),
         Section("sync", "website sync of the GitLab handbook served on 127.0.0.1: pages/s, first run and "

@@ -51,7 +51,8 @@ from bench.answer_scoring import contains_fact
 from bench.report import log, percentile, table, target
 from bench.workspace import Workspace
 from bot.services import Services
-from graph.answerers.extractive import prepare_answer_vectors
+from graph.answerers.candidates import prepare_answer_vectors
+from models import splits
 from retrieval.search import FINAL_K, FUSE_K, Passage
 from store.records import Scope
 
@@ -84,6 +85,9 @@ class Case:
     lang: str = "en"
     as_user: str | None = None
     expect_reason: str | None = None
+    # The judge's split (models/splits.py) where the case's page or article could be trained on:
+    # `train` cases are never scored; otherwise `tune` or `report`. None: the hash of set and id.
+    judge_split: str | None = None
 
     @property
     def expect(self) -> str:
@@ -91,7 +95,7 @@ class Case:
 
     @property
     def split(self) -> str:
-        return split_of(self.set, self.qid)
+        return self.judge_split or split_of(self.set, self.qid)
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,8 @@ class Turn:
     top_score: float | None
     cited: tuple[str, ...]
     sentence_scores: tuple[float, ...] = ()  # the extractive answerer's, for the sentences it quoted
-    missing_terms: tuple[str, ...] = ()  # the question's words the gate found in no passage fit to quote
     gold_at: str | None = None  # an answerable question not answered right: where its gold stood (`gold_at`)
+    judge: float | None = None  # the judge's answerable probability (None: it did not read the turn)
 
     @property
     def escalated(self) -> bool:
@@ -144,8 +148,8 @@ def _env_list(name: str, default: Sequence[str]) -> list[str]:
     return [x.strip() for x in raw.split(",") if x.strip()] if raw else list(default)
 
 
-def _limit(cases: list[Case], splits: Sequence[str]) -> list[Case]:
-    chosen = [c for c in cases if c.split in splits]
+def _limit(cases: list[Case], halves: Sequence[str]) -> list[Case]:
+    chosen = [c for c in cases if c.split in halves]  # never `train`: what the judge learnt from
     raw = os.environ.get("CAIRN_BENCH_LIMIT", "").strip()
     if not raw:
         return chosen
@@ -186,14 +190,17 @@ def handbook_cases(lines: Sequence[dict[str, Any]] | None = None, set_name: str 
         lines = [*ds.handbook_questions(), *(_jsonl(HANDBOOKS_AR) if HANDBOOKS_AR.exists() else [])]
     for x in lines:
         lang = str(x.get("lang") or "en")
+        # A held-out set of one's own (`extra`) is never trained on: its hash halves stand.
+        fixed = None if set_name == "extra" else \
+            splits.handbook_split(gold_path=x.get("gold_path") or None, qid=str(x["id"]))
         if x.get("expect") == "escalate" or not x.get("gold_path"):
             kind = str(x.get("kind") or "ooc")
-            out.append(Case(set_name, str(x["id"]), str(x["question"]), kind, lang=lang))
+            out.append(Case(set_name, str(x["id"]), str(x["question"]), kind, lang=lang, judge_split=fixed))
             continue
         listed = x.get("answers")
         answers = list(listed) if isinstance(listed, list) and listed else [x.get("answer") or x["gold_text"]]
         out.append(Case(set_name, str(x["id"]), str(x["question"]), "answerable",
-                        answers=tuple(str(a) for a in answers), lang=lang))
+                        answers=tuple(str(a) for a in answers), lang=lang, judge_split=fixed))
     return out
 
 
@@ -211,6 +218,8 @@ def extra_cases() -> list[Case]:
 def squad_cases() -> list[Case]:
     answerable, adversarial, ooc = [], [], []
     for ai, article in enumerate(ds._squad()):
+        if ai in splits.SQUAD_TRAIN_ARTICLES:
+            continue  # the judge learnt from these articles' questions
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 if ai >= ds.SQUAD_INDEXED_ARTICLES:
@@ -230,8 +239,10 @@ def xquad_cases() -> list[Case]:
     gold = {qa["id"]: tuple(dict.fromkeys(a["text"] for a in qa["answers"]))
             for a in ds._xquad("xquad.en.json") for p in a["paragraphs"] for qa in p["qas"]}
     cases = [Case("xquad", qa["id"], qa["question"].strip(), "answerable", answers=gold.get(qa["id"]) or
-                  tuple(dict.fromkeys(x["text"] for x in qa["answers"])), lang="ar")
+                  tuple(dict.fromkeys(x["text"] for x in qa["answers"])), lang="ar",
+                  judge_split=splits.article_split("xquad", a["title"]))
              for a in ds._xquad("xquad.context-en.question-ar.json") for p in a["paragraphs"] for qa in p["qas"]]
+    cases = [c for c in cases if c.split != splits.TRAIN]
     cases.sort(key=lambda c: c.qid)
     return random.Random(ds.SEED + 13).sample(cases, min(XQUAD_AR_EN, len(cases)))
 
@@ -264,10 +275,11 @@ async def run_cases(services: Services, cases: Sequence[Case], scope_of: Callabl
         ms = (time.perf_counter() - started) * 1000
         route = "answer" if out.route == "answer" else "escalate"
         quoted = ((out.trace or {}).get("answerer") or {}).get("sentences") or []
-        missing = [w for s in (out.trace or {}).get("searches") or [] for w in s.get("missing_terms") or ()]
+        readings = [s["judge"] for s in (out.trace or {}).get("searches") or [] if s.get("judge")]
         turn = Turn(c, route, out.reason, out.answer, ms, out.top_score,
                     tuple(str(x["chunk_id"]) for x in out.citations),
-                    tuple(float(x["score"]) for x in quoted), tuple(missing))
+                    tuple(float(x["score"]) for x in quoted),
+                    judge=float(readings[-1]["answerable"]) if readings else None)
         if c.expect == "answer" and turn.verdict != "right":  # after the timing: diagnosis, not the turn
             found = await services.searcher.search(c.question, scope_of(c), top_k=FUSE_K)
             turn = replace(turn, gold_at=gold_at(found.passages, c.answers))
@@ -313,7 +325,7 @@ def write_rows(set_name: str, turns: Sequence[Turn]) -> Path:
                 "question": c.question, "expected": c.expect, "expected_reason": c.expect_reason,
                 "gold": list(c.answers), "route": t.route, "reason": t.reason, "verdict": t.verdict,
                 "answer": t.answer, "cited": list(t.cited), "top_score": t.top_score,
-                "sentence_scores": list(t.sentence_scores), "missing_terms": list(t.missing_terms),
+                "sentence_scores": list(t.sentence_scores), "judge": t.judge,
                 "gold_at": t.gold_at, "ms": round(t.ms, 1),
             }, ensure_ascii=False) + "\n")
     return path
@@ -456,11 +468,11 @@ def targets_table(split: str, turns: Sequence[Turn]) -> None:
 
 async def section_answers(ws: Workspace) -> None:
     chosen = _env_list("CAIRN_BENCH_SETS", SETS if os.environ.get("CAIRN_BENCH_EXTRA") else SETS[:-1])
-    splits = _env_list("CAIRN_BENCH_SPLIT", SPLITS)
-    unknown = [s for s in chosen if s not in RUNNERS] + [s for s in splits if s not in SPLITS]
+    halves = _env_list("CAIRN_BENCH_SPLIT", SPLITS)
+    unknown = [s for s in chosen if s not in RUNNERS] + [s for s in halves if s not in SPLITS]
     if unknown:
         raise ValueError(f"unknown set(s) or split(s) {unknown}; sets: {', '.join(SETS)}; splits: tune, report")
-    log(f"sets {', '.join(chosen)}; splits {', '.join(splits)}"
+    log(f"sets {', '.join(chosen)}; splits {', '.join(halves)}"
         + (f"; at most {os.environ['CAIRN_BENCH_LIMIT']} per set, kind and split"
            if os.environ.get("CAIRN_BENCH_LIMIT") else ""))
     turns: list[Turn] = []
@@ -470,14 +482,14 @@ async def section_answers(ws: Workspace) -> None:
             log(f"{set_name}: skipped, no data at {needs[set_name]}")
             continue
         make, run = RUNNERS[set_name]
-        cases = _limit(make(), splits)
+        cases = _limit(make(), halves)
         started = time.perf_counter()
         mine = await run(ws, cases)
         path = write_rows(set_name, mine)
         log(f"{set_name}: {len(mine)} turns in {time.perf_counter() - started:.0f}s → {path.relative_to(ROOT)}")
         turns += mine
     ws.results["answers"] = turns
-    for split in splits:
+    for split in halves:
         mine = [t for t in turns if t.case.split == split]
         split_table(split, mine)
         reasons_table(split, mine)

