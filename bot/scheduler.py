@@ -39,7 +39,7 @@ from bot.settings import Settings
 from bot.slack.app import build_web_client
 from bot.slack.digest_post import PostResult, post_digest
 from bot.slack.escalation_posting import EscalationThreads
-from escalations.classifier import ClassifyReport, TopicClassifier, classify_pending
+from escalations.classifier import ClassifyReport, TopicClassifier, classify_pending, document_taxonomy
 from escalations.expiry import ExpiryReport, expire_due, send_reminders
 from escalations.notifier import Notifier
 from escalations.taxonomy import load_taxonomy
@@ -100,8 +100,11 @@ def _guarded(job: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T | No
 
 
 async def classify_escalations(ctx: JobContext) -> ClassifyReport:
+    settings, catalog = ctx.services.settings, ctx.services.catalog
     report = await classify_pending(queries=ctx.queries, classifier=ctx.classifier,
-                                    max_attempts=ctx.services.settings.label_max_attempts)
+                                    max_attempts=settings.label_max_attempts,
+                                    topics_for=None if settings.topics_file else
+                                    functools.partial(document_taxonomy, catalog))
     if report.labelled:
         log.info("classifier labelled %d escalation(s) (%d unclassified)", report.labelled, report.unclassified)
     return report

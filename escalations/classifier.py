@@ -5,6 +5,10 @@ the conversation that led there: the session's questions up to the escalating tu
 kept on the escalation's transcript, and the escalation's question. Requests for a person and bare
 confirmations are dropped when anything else is left.
 
+The topics are the tenant's own documents (`document_taxonomy`: each published document's title, with
+its section headings as the description; "other" for what none of them covers) unless `CAIRN_TOPICS`
+names a fixed list; a tenant with fewer than two documents gets the default list. A question a
+document the asker may not read would have answered (graph/restricted.py) takes that document's title.
 With a chat model configured (and the LLM not paused) the model picks one topic name from the
 taxonomy; offline, the nearest topic description by cosine similarity of the bundled sentence
 embeddings (MiniLM for English, multilingual USE when the conversation is Arabic or mixed).
@@ -19,16 +23,25 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 from openai import AsyncOpenAI
 
-from escalations.taxonomy import UNCLASSIFIED, Taxonomy, kind_for_reason
+from escalations.taxonomy import (
+    DEFAULT_TAXONOMY,
+    UNCLASSIFIED,
+    Taxonomy,
+    Topic,
+    kind_of,
+    restricted_passages,
+)
 from graph.intent import wants_human
 from retrieval.embed import Embedder
 from retrieval.language import detect_language
+from store.catalog import Catalog
 from store.conversations import ConversationStore
 from store.records import EscalationRecord
 from store.reports import EscalationReports
@@ -48,12 +61,36 @@ class UnparseableLabel(ValueError):
     """The model answered with something that is not a topic of the taxonomy."""
 
 
+HEADINGS_PER_TOPIC = 12
+# (tenant id) → the topics of that tenant's escalations
+TopicsFor = Callable[[str], Awaitable[Taxonomy]]
+
+
 class TopicClassifier(Protocol):
     name: str
 
-    async def topic(self, lines: list[str], *, language: str | None) -> str:
-        """A topic name of the taxonomy. Raises on any failure (the caller stores `unclassified`)."""
+    async def topic(self, lines: list[str], *, language: str | None, taxonomy: Taxonomy | None = None) -> str:
+        """A topic name of `taxonomy` (default: the classifier's own). Raises on any failure (the caller
+        stores `unclassified`)."""
         ...
+
+
+async def document_taxonomy(catalog: Catalog, tenant_id: str) -> Taxonomy:
+    """The tenant's published documents as topics: the title names it, its section headings describe it.
+    Fewer than two documents make no useful list: the default taxonomy then."""
+    topics: dict[str, list[str]] = {}
+    for title, heading in await catalog.published_headings(tenant_id=tenant_id):
+        name = " ".join(title.split()) or "untitled"
+        section = heading.split(">")[-1].strip()
+        sections = topics.setdefault(name, [])
+        if section and section != name and section not in sections and len(sections) < HEADINGS_PER_TOPIC:
+            sections.append(section)
+    if len(topics) < 2:
+        return DEFAULT_TAXONOMY
+    listed = [Topic(name, "; ".join(sections) or name) for name, sections in sorted(topics.items())]
+    if FALLBACK_TOPIC not in topics:
+        listed.append(Topic(FALLBACK_TOPIC, "anything none of these documents covers"))
+    return Taxonomy(tuple(listed))
 
 
 # -- the conversation a topic is read from ---------------------------------------------------------
@@ -104,23 +141,29 @@ class EmbeddingTopicClassifier:
             return np.asarray(self.embedder.encode_multilingual(texts), dtype=np.float32)
         return np.asarray(self.embedder.encode_sentences(texts), dtype=np.float32)
 
-    def nearest(self, lines: list[str], *, language: str | None = None) -> tuple[str, list[float]]:
+    def nearest(self, lines: list[str], *, language: str | None = None,
+                taxonomy: Taxonomy | None = None) -> tuple[str, list[float]]:
         if not lines:
             raise ValueError("nothing to classify")
         multilingual = language == "ar" or detect_language(" ".join(lines)) in ("ar", "mixed")
-        if multilingual not in self._topic_vecs:
-            self._topic_vecs[multilingual] = self._encode([t.text for t in self.taxonomy.topics], multilingual)
+        taxonomy = taxonomy or self.taxonomy
+        if taxonomy is not self.taxonomy:  # a tenant's documents: the embedder caches their vectors
+            topic_vecs = self._encode([t.text for t in taxonomy.topics], multilingual)
+        else:
+            if multilingual not in self._topic_vecs:
+                self._topic_vecs[multilingual] = self._encode([t.text for t in taxonomy.topics], multilingual)
+            topic_vecs = self._topic_vecs[multilingual]
         query = self._encode(lines, multilingual).mean(axis=0)
         query /= max(float(np.linalg.norm(query)), 1e-12)
-        scores = self._topic_vecs[multilingual] @ query
+        scores = topic_vecs @ query
         best = int(np.argmax(scores))
-        name = self.taxonomy.names[best]
-        if float(scores[best]) < MIN_SIMILARITY and FALLBACK_TOPIC in self.taxonomy.names:
+        name = taxonomy.names[best]
+        if float(scores[best]) < MIN_SIMILARITY and FALLBACK_TOPIC in taxonomy.names:
             name = FALLBACK_TOPIC
         return name, [round(float(s), 4) for s in scores]
 
-    async def topic(self, lines: list[str], *, language: str | None) -> str:
-        name, _ = await asyncio.to_thread(self.nearest, lines, language=language)
+    async def topic(self, lines: list[str], *, language: str | None, taxonomy: Taxonomy | None = None) -> str:
+        name, _ = await asyncio.to_thread(self.nearest, lines, language=language, taxonomy=taxonomy)
         return name
 
 
@@ -161,13 +204,14 @@ class LLMTopicClassifier:
         self.model = model
         self.taxonomy = taxonomy
 
-    async def topic(self, lines: list[str], *, language: str | None) -> str:
+    async def topic(self, lines: list[str], *, language: str | None, taxonomy: Taxonomy | None = None) -> str:
+        taxonomy = taxonomy or self.taxonomy
         response = await self.client.chat.completions.create(
-            model=self.model, messages=topic_prompt(lines, self.taxonomy),  # type: ignore[arg-type]
-            temperature=0, max_tokens=20)
+            model=self.model, messages=topic_prompt(lines, taxonomy),  # type: ignore[arg-type]
+            temperature=0, max_tokens=40)
         choices = getattr(response, "choices", None)
         content = choices[0].message.content if choices else None
-        label = parse_topic(content, self.taxonomy)
+        label = parse_topic(content, taxonomy)
         if label is None:
             raise UnparseableLabel(f"not a topic: {str(content)[:80]!r}")
         return label
@@ -191,17 +235,31 @@ class ClassifyReport:
 
 
 async def classify_pending(*, queries: EscalationReports, classifier: TopicClassifier, max_attempts: int,
-                           limit: int = 50, timeout_s: float = CLASSIFY_TIMEOUT_S) -> ClassifyReport:
-    """Label each unlabelled escalation once. One row's failure never stops the others."""
+                           limit: int = 50, timeout_s: float = CLASSIFY_TIMEOUT_S,
+                           topics_for: TopicsFor | None = None) -> ClassifyReport:
+    """Label each unlabelled escalation once. One row's failure never stops the others. `topics_for`:
+    each tenant's topics (`document_taxonomy`); without it, the classifier's own taxonomy."""
     conversations = queries.conversations
     report = ClassifyReport(classifier=classifier.name)
+    taxonomies: dict[str, Taxonomy] = {}
     for esc in await queries.unlabelled_escalations(max_attempts=max_attempts, limit=limit):
-        kind = kind_for_reason(esc.reason)
+        kind = kind_of(esc)
         try:
-            session = await conversations.get_session(session_id=esc.session_id)
-            lines = conversation_lines(esc, await session_questions(conversations, esc))
-            topic = await asyncio.wait_for(classifier.topic(lines, language=session.lang if session else None),
-                                           timeout=timeout_s)
+            taxonomy = None
+            if topics_for is not None:
+                if esc.tenant_id not in taxonomies:
+                    taxonomies[esc.tenant_id] = await topics_for(esc.tenant_id)
+                taxonomy = taxonomies[esc.tenant_id]
+            hidden = [str(p.get("title")) for p in restricted_passages(esc)]
+            if taxonomy is not None and hidden and taxonomy.lookup(hidden[0]):
+                topic = str(taxonomy.lookup(hidden[0]))  # the document that would have answered
+            else:
+                session = await conversations.get_session(session_id=esc.session_id)
+                lines = conversation_lines(esc, await session_questions(conversations, esc))
+                chosen = {"taxonomy": taxonomy} if taxonomy is not None else {}
+                topic = await asyncio.wait_for(
+                    classifier.topic(lines, language=session.lang if session else None, **chosen),
+                    timeout=timeout_s)
         except Exception as exc:
             error = f"{esc.escalation_id}: {type(exc).__name__}: {exc}"[:300]
             log.warning("classifier could not label %s", error)

@@ -1,8 +1,9 @@
 """The weekly digest for leads: what escalated, which of it the knowledge base should have answered.
 
 `build_digest` reads the store and returns plain data; `render_markdown` (for `--out` and docs) and
-`render_slack` (mrkdwn blocks) only format it. Kinds come from the reason (`kind_for_reason`), so a
-row the classifier has not reached yet is still counted; topics come from the classifier's label.
+`render_slack` (mrkdwn blocks) only format it. Kinds come from the row itself (`kind_of`: its reason,
+or the restricted passages it recorded), so a row the classifier has not reached yet is still counted;
+topics come from the classifier's label. A digest built with `until` covers the week so far.
 """
 
 from __future__ import annotations
@@ -10,13 +11,21 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from escalations.chart import TrendSeries, weekly_series
-from escalations.taxonomy import AVOIDABLE, GENUINE, UNCLASSIFIED, kind_for_reason
+from escalations.taxonomy import (
+    AVOIDABLE,
+    GENUINE,
+    NO_DOCUMENTS,
+    RESTRICTED,
+    UNCLASSIFIED,
+    kind_of,
+    restricted_passages,
+)
 from escalations.weeks import recent_weeks, shift_week, week_bounds
 from store.records import EscalationRecord
 from store.reports import EscalationReports, FeedbackCounts
@@ -33,10 +42,12 @@ class KindCounts:
     genuine: int = 0
     avoidable: int = 0
     other: int = 0  # the bot's own errors and reasons nobody mapped yet
+    restricted: int = 0  # a document the asker may not read would have answered
+    no_documents: int = 0  # the asker may read no published document
 
     @property
     def total(self) -> int:
-        return self.genuine + self.avoidable + self.other
+        return self.genuine + self.avoidable + self.other + self.restricted + self.no_documents
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,17 @@ class BacklogItem:
 
 
 @dataclass(frozen=True)
+class RestrictedItem:
+    """An escalation a document the asker may not read would have answered: access to review."""
+
+    escalation_id: str
+    question: str
+    user_id: str
+    documents: list[str]  # titles (doc ids) of the documents that would have answered
+    link: str | None
+
+
+@dataclass(frozen=True)
 class Digest:
     week: str
     start: datetime
@@ -75,21 +97,27 @@ class Digest:
     backlog: list[BacklogItem]
     feedback: FeedbackCounts
     trend: TrendSeries
+    restricted: list[RestrictedItem] = field(default_factory=list)
+    until: datetime | None = None  # the week so far: counted up to this moment
 
 
 def slack_deep_link(channel: str, ts: str) -> str:
     return f"slack://channel?id={channel}&message={ts}"
 
 
+_COUNTED = (GENUINE, AVOIDABLE, RESTRICTED, NO_DOCUMENTS)
+
+
 def count_kinds(escalations: list[EscalationRecord]) -> KindCounts:
-    kinds = Counter(kind_for_reason(e.reason) for e in escalations)
-    return KindCounts(genuine=kinds[GENUINE], avoidable=kinds[AVOIDABLE],
-                      other=sum(n for k, n in kinds.items() if k not in (GENUINE, AVOIDABLE)))
+    kinds = Counter(kind_of(e) for e in escalations)
+    return KindCounts(genuine=kinds[GENUINE], avoidable=kinds[AVOIDABLE], restricted=kinds[RESTRICTED],
+                      no_documents=kinds[NO_DOCUMENTS],
+                      other=sum(n for k, n in kinds.items() if k not in _COUNTED))
 
 
 def top_topics(escalations: list[EscalationRecord], limit: int = TOP_TOPICS) -> list[TopicCount]:
     totals = Counter(e.topic or "unlabelled" for e in escalations)
-    avoidable = Counter(e.topic or "unlabelled" for e in escalations if kind_for_reason(e.reason) == AVOIDABLE)
+    avoidable = Counter(e.topic or "unlabelled" for e in escalations if kind_of(e) == AVOIDABLE)
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0] in (UNCLASSIFIED, "unlabelled"), kv[0]))
     return [TopicCount(topic, n, avoidable[topic]) for topic, n in ranked[:limit]]
 
@@ -107,20 +135,33 @@ def _score(passage: dict[str, Any]) -> float:
 
 
 def top_passage(esc: EscalationRecord) -> dict[str, Any] | None:
-    scored: list[dict[str, Any]] = [p for p in esc.passages if isinstance(p, dict)]
+    """The best passage the asker's own search found (never one of a document they may not read)."""
+    scored: list[dict[str, Any]] = [p for p in esc.passages if isinstance(p, dict) and not p.get("restricted")]
     return max(scored, key=_score) if scored else None
+
+
+async def _link(esc: EscalationRecord, link_for: LinkFor | None) -> str | None:
+    if not (esc.channel and esc.thread_ts):
+        return None
+    link = None
+    if link_for is not None:
+        try:
+            link = await link_for(esc.channel, esc.thread_ts)
+        except Exception:
+            link = None
+    return link or slack_deep_link(esc.channel, esc.thread_ts)
+
+
+async def restricted_item(esc: EscalationRecord, link_for: LinkFor | None) -> RestrictedItem:
+    documents = list(dict.fromkeys(f"{p.get('title') or p.get('doc_id')} ({p.get('doc_id')})"
+                                   for p in restricted_passages(esc)))
+    return RestrictedItem(escalation_id=esc.escalation_id, question=esc.question, user_id=esc.user_id,
+                          documents=documents, link=await _link(esc, link_for))
 
 
 async def backlog_item(esc: EscalationRecord, link_for: LinkFor | None) -> BacklogItem:
     top = top_passage(esc)
-    link = None
-    if esc.channel and esc.thread_ts:
-        if link_for is not None:
-            try:
-                link = await link_for(esc.channel, esc.thread_ts)
-            except Exception:
-                link = None
-        link = link or slack_deep_link(esc.channel, esc.thread_ts)
+    link = await _link(esc, link_for)
     score = _score(top) if top and top.get("score") is not None else esc.top_score
     return BacklogItem(escalation_id=esc.escalation_id, question=esc.question, reason=esc.reason,
                        topic=esc.topic or "unlabelled", created_at=esc.created_at,
@@ -131,10 +172,13 @@ async def backlog_item(esc: EscalationRecord, link_for: LinkFor | None) -> Backl
 
 async def build_digest(queries: EscalationReports, *, week: str, timezone: str = "UTC",
                        link_for: LinkFor | None = None, trend_weeks: int = TREND_WEEKS,
-                       tenant_id: str | None = None) -> Digest:
-    """The digest of ISO week `week` (Monday to Sunday in `timezone`): one tenant's, or (None) every one's."""
+                       tenant_id: str | None = None, until: datetime | None = None) -> Digest:
+    """The digest of ISO week `week` (Monday to Sunday in `timezone`): one tenant's, or (None) every one's.
+    With `until` (a moment inside the week), the week so far: what happened before that moment."""
     tz = ZoneInfo(timezone)
     start, end = week_bounds(week, tz)
+    if until is not None:
+        end = min(end, max(until, start))
     prev_start, prev_end = week_bounds(shift_week(week, -1), tz)
     escalations = await queries.escalations_between(start=start, end=end, tenant_id=tenant_id)
     previous = await queries.escalations_between(start=prev_start, end=prev_end, tenant_id=tenant_id)
@@ -142,7 +186,8 @@ async def build_digest(queries: EscalationReports, *, week: str, timezone: str =
     weeks = recent_weeks(week, trend_weeks)
     trend_start, _ = week_bounds(weeks[0], tz)
     rows = await queries.reasons_between(start=trend_start, end=end, tenant_id=tenant_id)
-    avoidable = [e for e in escalations if kind_for_reason(e.reason) == AVOIDABLE]
+    avoidable = [e for e in escalations if kind_of(e) == AVOIDABLE]
+    restricted = [e for e in escalations if kind_of(e) == RESTRICTED]
     return Digest(
         week=week, start=start, end=end, timezone=timezone, counts=count_kinds(escalations),
         previous=count_kinds(previous), top_topics=top_topics(escalations),
@@ -151,7 +196,10 @@ async def build_digest(queries: EscalationReports, *, week: str, timezone: str =
         # permalinks only for the items shown: one chat.getPermalink call each
         backlog=[await backlog_item(e, link_for if i < BACKLOG_SHOWN else None) for i, e in enumerate(avoidable)],
         feedback=await queries.feedback_between(start=start, end=end, tenant_id=tenant_id),
-        trend=weekly_series(rows, weeks, tz))
+        trend=weekly_series(rows, weeks, tz),
+        restricted=[await restricted_item(e, link_for if i < BACKLOG_SHOWN else None)
+                    for i, e in enumerate(restricted)],
+        until=until)
 
 
 # -- formatting ---------------------------------------------------------------------------------------
@@ -182,7 +230,30 @@ def _share(part: int, whole: int) -> str:
 def week_dates(d: Digest) -> str:
     zone = ZoneInfo(d.timezone)
     first, last = d.start.astimezone(zone), d.end.astimezone(zone)
+    if d.until is not None:
+        return f"the week so far: {first:%a %d %b} – {last:%a %d %b %Y %H:%M} ({d.timezone}); the week is not over"
     return f"{first:%a %d %b} – {(last - timedelta(days=1)):%a %d %b %Y} ({d.timezone})"
+
+
+def kind_rows(d: Digest) -> list[tuple[str, int, int]]:
+    """(label, this week, previous week) of each kind the digest counts; a rare kind only when it occurred."""
+    c, p = d.counts, d.previous
+    rows = [("genuine (no answer existed)", c.genuine, p.genuine),
+            ("avoidable (knowledge base to fix)", c.avoidable, p.avoidable)]
+    if c.restricted or p.restricted:
+        rows.append(("restricted (in a document the asker may not read)", c.restricted, p.restricted))
+    if c.no_documents or p.no_documents:
+        rows.append(("no documents (nothing published the asker may read)", c.no_documents, p.no_documents))
+    if c.other or p.other:
+        rows.append(("other (bot errors)", c.other, p.other))
+    return rows
+
+
+FOOTNOTE = ("Genuine: `retrieval_unavailable`, `user_requested_human`: no answer existed for the bot to give. "
+            "Avoidable: `below_score_floor`, `answer_validation_failed`, `conflicting_sources`: the documents the "
+            "asker may read gave no defensible answer (the best passage found, if any, is listed with each). "
+            "Restricted: a published document the asker may not read would have answered: access to review, "
+            "not a gap. No documents: `no_eligible_source`: nothing is published that the asker may read.")
 
 
 def passage_line(item: BacklogItem) -> str:
@@ -200,15 +271,17 @@ def passage_line(item: BacklogItem) -> str:
 
 def render_markdown(d: Digest, *, chart_file: str | None = None) -> str:
     c, p = d.counts, d.previous
-    lines = [f"# Cairn escalation digest — {d.week}", "", f"_{week_dates(d)}_", "",
+    so_far = " (week so far)" if d.until is not None else ""
+    lines = [f"# Cairn escalation digest — {d.week}{so_far}", "", f"_{week_dates(d)}_", "",
              "| | this week | previous week | change |", "|---|---:|---:|---|",
-             f"| escalations | {c.total} | {p.total} | {change(c.total, p.total)} |",
-             f"| genuine (no answer existed) | {c.genuine}{_share(c.genuine, c.total)} | {p.genuine} | "
-             f"{change(c.genuine, p.genuine)} |",
-             f"| **avoidable** (knowledge base to fix) | **{c.avoidable}**{_share(c.avoidable, c.total)} | "
-             f"{p.avoidable} | {change(c.avoidable, p.avoidable)} |"]
-    if c.other or p.other:
-        lines.append(f"| other (bot errors) | {c.other} | {p.other} | {change(c.other, p.other)} |")
+             f"| escalations | {c.total} | {p.total} | {change(c.total, p.total)} |"]
+    for label, now, before in kind_rows(d):
+        name, _, why = label.partition(" ")
+        if name == "avoidable":  # the backlog: what the knowledge base should have answered
+            lines.append(f"| **{name}** {why} | **{now}**{_share(now, c.total)} | {before} | {change(now, before)} |")
+        else:
+            lines.append(f"| {label} | {now}{_share(now, c.total) if name != 'other' else ''} | {before} | "
+                         f"{change(now, before)} |")
     lines += ["", f"- **Median time to first admin reply:** {duration(d.median_first_reply_s)}"
                   f"{f' (over {d.replied} answered)' if d.replied else ''}",
               f"- **Expired without a reply:** {d.expired}",
@@ -230,12 +303,17 @@ def render_markdown(d: Digest, *, chart_file: str | None = None) -> str:
                   f"   - best passage it had: {_md(passage_line(item))}"]
     if len(d.backlog) > BACKLOG_SHOWN:
         lines.append(f"\n…and {len(d.backlog) - BACKLOG_SHOWN} more (`cairn escalations --json`).")
+    if d.restricted:
+        lines += ["", f"## In a document the asker may not read ({len(d.restricted)})", "",
+                  "Not a gap in the knowledge base: widen the document's groups if these askers should read it."]
+    for i, restricted in enumerate(d.restricted[:BACKLOG_SHOWN], 1):
+        thread = f"[thread]({restricted.link})" if restricted.link else f"`{restricted.escalation_id}`"
+        lines.append(f"{i}. **{_md(restricted.question)}** — would have been answered by "
+                     f"{_md(', '.join(restricted.documents))}, {thread}")
     if d.feedback.down_questions:
         lines += ["", "## Answers marked 👎", ""]
         lines += [f"- {_md(q)}" for q in d.feedback.down_questions]
-    lines += ["", "_Genuine: `retrieval_unavailable`, `user_requested_human`. Avoidable: `below_score_floor`, "
-                  "`answer_validation_failed`, `conflicting_sources` — the bot had material and still could "
-                  "not give a defensible answer._", ""]
+    lines += ["", f"_{FOOTNOTE}_", ""]
     return "\n".join(lines)
 
 

@@ -1,30 +1,38 @@
-"""What the analytics label: the kind of an escalation (from its reason) and a topic (from a fixed list).
+"""What the analytics label: the kind of an escalation (from its reason) and a topic.
 
 Kind is graph logic, not judgement: an escalation is *genuine* when no answer existed for the bot to give
-(retrieval was down, or the user asked for a person) and *avoidable* when the bot had grounding material
-and still could not produce a defensible answer (below the score floor, failed citation validation,
-conflicting sources). Avoidable escalations are the knowledge-base backlog.
+(retrieval was down, or the user asked for a person); *restricted* when a published document the asker
+may not read would have answered (graph/restricted.py: access to review, not a gap); *no documents*
+when the asker may read no published document at all (`no_eligible_source`); and *avoidable* when the
+documents the asker may read did not give a defensible answer (nothing close enough, failed citation
+validation, conflicting sources). Avoidable escalations are the knowledge-base backlog.
 
-Topics come from a fixed, configurable taxonomy: `CAIRN_TOPICS` names a YAML file, either a mapping
-`name: one-line description` or `topics: [{name, description}, …]`. Without it, DEFAULT_TOPICS.
+Topics come from the tenant's own document titles (escalations/classifier.py, `document_taxonomy`) or,
+when `CAIRN_TOPICS` names a YAML file (a mapping `name: one-line description` or `topics: [{name,
+description}, …]`), from that fixed list; a tenant without documents gets DEFAULT_TOPICS.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from store.records import EscalationRecord
 from store.reports import UNCLASSIFIED as UNCLASSIFIED  # re-exported: the label vocabulary lives here
 
 GENUINE = "genuine"
 AVOIDABLE = "avoidable"
+RESTRICTED = "restricted"  # a document the asker may not read would have answered
+NO_DOCUMENTS = "no_documents"  # the asker may read no published document at all
 SYSTEM = "system"  # the bot itself failed (internal_error): neither a real gap nor a KB fix
 
 KIND_BY_REASON: dict[str, str] = {
     "retrieval_unavailable": GENUINE,
     "user_requested_human": GENUINE,
+    "no_eligible_source": NO_DOCUMENTS,
     "below_score_floor": AVOIDABLE,
     "answer_validation_failed": AVOIDABLE,
     "conflicting_sources": AVOIDABLE,
@@ -33,8 +41,20 @@ KIND_BY_REASON: dict[str, str] = {
 
 
 def kind_for_reason(reason: str | None) -> str:
-    """genuine | avoidable | system; a reason nobody mapped yet is `unclassified`, never dropped."""
+    """genuine | avoidable | no_documents | system; a reason nobody mapped yet is `unclassified`, never
+    dropped."""
     return KIND_BY_REASON.get(reason or "", UNCLASSIFIED)
+
+
+def restricted_passages(esc: EscalationRecord) -> list[dict[str, Any]]:
+    """The passages of documents the asker may not read that would have answered (graph/restricted.py)."""
+    return [p for p in esc.passages if isinstance(p, dict) and p.get("restricted")]
+
+
+def kind_of(esc: EscalationRecord) -> str:
+    """The escalation's kind: restricted when a document the asker may not read would have answered,
+    else the kind of its reason (so a row the classifier has not reached yet is counted the same)."""
+    return RESTRICTED if restricted_passages(esc) else kind_for_reason(esc.reason)
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,7 @@ class PassageSummary(TypedDict):
     owner: NotRequired[str | None]
     effective_at: NotRequired[str | None]
     conflict: NotRequired[str | None]  # the sentence that contradicts another document, if any
+    restricted: NotRequired[bool]  # of a document the asker may not read (graph/restricted.py)
 
 
 class EscalationPayload(TypedDict):
@@ -89,6 +90,9 @@ class EscalationPayload(TypedDict):
     tenant_id: str
     language: str
     conflicts: NotRequired[list[dict[str, Any]]]  # conflicting_sources: what contradicts what
+    # passages of documents the asker may not read that would have answered (graph/restricted.py);
+    # for the people handling the escalation only
+    restricted: NotRequired[list[PassageSummary]]
 
 
 class ConversationState(TypedDict, total=False):

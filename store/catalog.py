@@ -503,6 +503,15 @@ class Catalog:
             " WHERE c.tenant_id=? AND d.status='active' ORDER BY c.doc_id, c.seq", (tenant_id,))
         return [(str(r[0]), str(r[1] or ""), str(r[2])) for r in rows]
 
+    async def published_headings(self, *, tenant_id: str) -> list[tuple[str, str]]:
+        """(document title, section heading) of every current chunk of the tenant's active documents,
+        in document and chunk order (the escalation classifier's topics)."""
+        rows = await self._reader.execute_fetchall(
+            "SELECT d.title, c.heading FROM chunks c JOIN documents d ON d.tenant_id=c.tenant_id"
+            " AND d.doc_id=c.doc_id AND d.current_version=c.version"
+            " WHERE c.tenant_id=? AND d.status='active' ORDER BY c.doc_id, c.seq", (tenant_id,))
+        return [(str(r[0] or ""), str(r[1] or "")) for r in rows]
+
     async def count_eligible_chunks(self, *, tenant_id: str | None = None) -> int:
         sql = (
             "SELECT COUNT(*) FROM chunks c JOIN documents d ON d.tenant_id=c.tenant_id AND d.doc_id=c.doc_id"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.slack.text import encode
-from escalations.digest import BACKLOG_SHOWN, Digest, change, duration, passage_line, week_dates
+from escalations.digest import BACKLOG_SHOWN, FOOTNOTE, Digest, change, duration, passage_line, week_dates
 
 
 def _line(text: str) -> str:
@@ -18,6 +18,8 @@ def render_slack(d: Digest) -> tuple[str, list[dict[str, Any]]]:
     c, p = d.counts, d.previous
     summary = (f"*{c.total}* escalations ({change(c.total, p.total)}): *{c.genuine}* genuine "
                f"({change(c.genuine, p.genuine)}), *{c.avoidable}* avoidable ({change(c.avoidable, p.avoidable)})"
+               + (f", *{c.restricted}* in a document the asker may not read" if c.restricted else "")
+               + (f", *{c.no_documents}* with no document the asker may read" if c.no_documents else "")
                + (f", {c.other} other" if c.other else "") + "\n"
                f"Median time to first admin reply: *{duration(d.median_first_reply_s)}*"
                f"{f' (over {d.replied} answered)' if d.replied else ''} · expired without a reply: *{d.expired}*"
@@ -25,7 +27,8 @@ def render_slack(d: Digest) -> tuple[str, list[dict[str, Any]]]:
     topics = ", ".join(f"{t.topic} {t.total}" + (f" ({t.avoidable} avoidable)" if t.avoidable else "")
                        for t in d.top_topics) or "none"
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": f"Cairn escalation digest — {d.week}"}},
+        {"type": "header", "text": {"type": "plain_text", "text": f"Cairn escalation digest — {d.week}"
+                                                                  + (" (week so far)" if d.until else "")}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": week_dates(d)}]},
         {"type": "section", "text": {"type": "mrkdwn", "text": summary}},
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*Top topics:* {topics}"}},
@@ -41,6 +44,15 @@ def render_slack(d: Digest) -> tuple[str, list[dict[str, Any]]]:
     head = f"*Knowledge-base backlog ({len(d.backlog)} avoidable)*"
     for text in _pack([head, *items] if items else [head, "Nothing avoidable this week. :tada:"]):
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+    if d.restricted:
+        access = [f"*In a document the asker may not read ({len(d.restricted)})*: not a gap; widen the "
+                  "document's groups if these askers should read it."]
+        for i, r in enumerate(d.restricted[:BACKLOG_SHOWN], 1):
+            thread = f"<{r.link}|thread>" if r.link else f"`{r.escalation_id}`"
+            access.append(f"{i}. *{_line(r.question)}* — {_line(', '.join(r.documents))}, {thread}")
+        for text in _pack(access):
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": FOOTNOTE}]})
     fallback = (f"Cairn escalation digest {d.week}: {c.total} escalations, {c.genuine} genuine, "
                 f"{c.avoidable} avoidable, {d.expired} expired.")
     return fallback, blocks

@@ -1,7 +1,9 @@
 """force_escalate (the fixed abstention) and human_review (the interrupt that waits for a person).
 
 human_review runs again from its first line when resumed, so everything before `interrupt()` is
-safe to repeat: the escalation row's id is derived from the turn id and inserted OR IGNORE.
+safe to repeat: the escalation row's id is derived from the turn id and inserted OR IGNORE, and the
+check for a restricted document that would have answered (graph/restricted.py) runs only while the
+row does not exist yet.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from langgraph.types import interrupt
 
 from graph.messages import REASONS, abstention
 from graph.nodes.agent import graph_tool_call
-from graph.state import ConversationState, EscalationPayload, author_of, passage_summary
+from graph.restricted import RESTRICTABLE, RestrictedCheck
+from graph.state import ConversationState, EscalationPayload, author_of, passage_summary, scope_from_state
 from store.conversations import ConversationStore, escalation_id_for
 
 TRANSCRIPT_MESSAGES = 6
@@ -62,13 +65,20 @@ def escalation_payload(state: ConversationState) -> EscalationPayload:
         conflicts=conflicts)
 
 
-def make_human_review(conversations: ConversationStore, *, deadline_hours: float | None = None):
+def make_human_review(conversations: ConversationStore, *, deadline_hours: float | None = None,
+                      restricted: RestrictedCheck | None = None):
     async def human_review(state: ConversationState) -> dict[str, Any]:
         payload = escalation_payload(state)
+        known = await conversations.get_escalation(escalation_id=payload["escalation_id"])
+        if known is not None:  # resumed: the row (and what it recorded) is already there
+            payload["restricted"] = [p for p in known.passages if p.get("restricted")]  # type: ignore[misc]
+        elif restricted is not None and payload["reason"] in RESTRICTABLE:
+            payload["restricted"] = await restricted(payload["question"], scope_from_state(state["scope"]))
         await conversations.open_escalation(
             turn_id=payload["turn_id"], session_id=payload["session_id"], tenant_id=payload["tenant_id"],
             user_id=payload["user_id"], question=payload["question"], reason=payload["reason"],
-            transcript=payload["transcript"], passages=[dict(p) for p in payload["passages"]],
+            transcript=payload["transcript"],
+            passages=[dict(p) for p in [*payload["passages"], *payload.get("restricted", [])]],
             top_score=payload["top_score"], deadline_hours=deadline_hours)
         reply = interrupt(payload)
         kind = reply.get("type") if isinstance(reply, dict) else None

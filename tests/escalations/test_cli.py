@@ -136,7 +136,7 @@ async def test_works_while_the_server_holds_the_index(home: Path, tmp_path: Path
 async def test_digest_of_the_sample_escalations(handbook: Services, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The docs example, as a test: the sample's escalating questions through the runner, then --out."""
-    from escalations.taxonomy import AVOIDABLE, kind_for_reason
+    from escalations.taxonomy import AVOIDABLE, RESTRICTED, kind_of
     from escalations.weeks import week_label
     from store.db import utcnow
 
@@ -159,10 +159,14 @@ async def test_digest_of_the_sample_escalations(handbook: Services, tmp_path: Pa
     week = week_label(utcnow(), UTC)
     assert await cairn("digest", "--week", week, "--out", str(out)) == 0
     md = out.read_text(encoding="utf-8")
-    avoidable = [o for o in escalated if kind_for_reason(o.reason) == AVOIDABLE]
+    avoidable = [o for o in escalated if o.escalation and kind_of(o.escalation) == AVOIDABLE]
+    restricted = [o for o in escalated if o.escalation and kind_of(o.escalation) == RESTRICTED]
     assert f"| escalations | {len(escalated)} |" in md
     assert f"## Knowledge-base backlog ({len(avoidable)} avoidable)" in md
-    for o in avoidable:
+    for o in avoidable + restricted:
         assert o.escalation is not None and o.escalation.question in md
+    if restricted:  # the sample's executive allowances, asked by someone who may not read them
+        assert f"## In a document the asker may not read ({len(restricted)})" in md
+        assert "Executive Allowances (finance/executive-allowances)" in md
     assert "unlabelled" not in md  # classify labelled every one
     assert out.with_suffix(".png").read_bytes()[:8] == PNG_SIGNATURE
