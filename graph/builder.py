@@ -36,7 +36,7 @@ from graph.nodes.reasons import (
     set_retrieval_unavailable,
 )
 from graph.nodes.tools import ConflictCheck, make_tools
-from graph.nodes.validate import validate
+from graph.nodes.validate import make_validate
 from graph.restricted import restricted_passages
 from graph.routing import route_after_agent, route_after_tools, route_after_validate
 from graph.state import ConversationState, PauseCheck
@@ -60,7 +60,7 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
                             conflict_check=timed_call("conflicts", conflict_check) if conflict_check else None,
                             closest_sentence=getattr(extractive, "closest_sentence", None),
                             judge_passages=getattr(extractive, "judge_passages", None)),
-        "validate": validate,
+        "validate": make_validate(getattr(extractive, "judge", None)),
         "set_no_eligible_source": set_no_eligible_source,
         "set_retrieval_unavailable": set_retrieval_unavailable,
         "set_below_score_floor": set_below_score_floor,

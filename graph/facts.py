@@ -26,28 +26,14 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from retrieval.currencies import AMOUNT, CURRENCY, DOLLARS, NUM, SYMBOLS, WORDS, amount_value, currency_of
+
 # Arabic-Indic and Extended Arabic-Indic digits and the Arabic decimal, thousands and percent signs.
 ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬٪", "01234567890123456789.,%")
-_CODES = ("usd", "gbp", "eur", "aud", "cad", "sgd", "nzd", "hkd", "chf", "jpy", "inr", "sar", "aed", "qar", "kwd",
-          "bhd", "omr", "egp", "cny", "sek", "nok", "dkk", "pln", "brl", "mxn", "zar")
-DOLLARS = frozenset({"usd", "aud", "cad", "sgd", "nzd", "hkd", "$"})
-_SYMBOLS = {"us$": "usd", "a$": "aud", "c$": "cad", "s$": "sgd", "$": "$", "£": "gbp", "€": "eur", "¥": "jpy",
-            "₹": "inr", "﷼": "sar"}
-_WORDS = {"us dollars": "usd", "us dollar": "usd", "dollars": "$", "dollar": "$", "pounds": "gbp", "pound": "gbp",
-          "euros": "eur", "euro": "eur", "riyals": "sar", "riyal": "sar", "dirhams": "aed", "dirham": "aed",
-          "دولارات": "$", "دولار": "$", "جنيهات": "gbp", "جنيه": "gbp", "يورو": "eur", "ريالات": "sar", "ريال": "sar",
-          "دراهم": "aed", "درهم": "aed"}
-_CODE = "|".join(_CODES)
-_NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
-_PRE = r"(?P<pre>us\$|a\$|c\$|s\$|\$|£|€|¥|₹|﷼|\b(?:" + _CODE + r")\b)"
-_POST_WORDS = "|".join(sorted(_WORDS, key=len, reverse=True))
-_AMOUNT = re.compile(
-    rf"{_PRE}\s?(?P<num>{_NUM})(?:\s?(?P<post>(?:{_CODE})\b))?|"
-    rf"(?P<num2>{_NUM})\s?(?P<post2>(?:{_CODE}|{_POST_WORDS})(?![^\W\d_]))", re.IGNORECASE)
 # An amount's first digit is at most 4 characters into it: a 3-character prefix ("US$", "USD") and a space.
 _AMOUNT_LEAD = 4
 _DIGIT = re.compile(r"\d")
-_PERCENT = re.compile(rf"(?P<num>{_NUM})\s?(?:%|percent\b|per cent\b|في المائة|بالمائة)", re.IGNORECASE)
+_PERCENT = re.compile(rf"(?P<num>{NUM})\s?(?:%|percent\b|per cent\b|في المائة|بالمائة)", re.IGNORECASE)
 _MONTHS = {m: i for i, names in enumerate([
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
@@ -66,10 +52,8 @@ _DATES = [
                re.IGNORECASE),
     re.compile(r"\b" + _MONTH.format("mon") + r",?\s+(?P<y>\d{4})\b", re.IGNORECASE),
 ]
-_CURRENCY = re.compile(rf"us\$|a\$|c\$|s\$|[$£€¥₹﷼]|\b(?:{_CODE})\b|(?<![^\W\d_])(?:{_POST_WORDS})(?![^\W\d_])",
-                       re.IGNORECASE)
 _TIME = re.compile(r"\b(?P<h>\d{1,2}):(?P<min>\d{2})\b")
-_NUMBER = re.compile(_NUM)
+_NUMBER = re.compile(NUM)
 # Number words up to nineteen.
 NUMBER_UNITS = {w: n for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -189,9 +173,9 @@ def facts_in(text: str, *, partial_dates: bool = False) -> Facts:
     month-year (a passage, so that "1 March" in a draft finds "1 March 2026")."""
     facts = Facts()
     s = prepare(text)
-    for m in _CURRENCY.finditer(s):
+    for m in CURRENCY.finditer(s):
         word = m.group().lower()
-        facts.currencies.add(_WORDS.get(word) or _SYMBOLS.get(word) or word)
+        facts.currencies.add(WORDS.get(word) or SYMBOLS.get(word) or word)
     spans: list[tuple[int, int]] = []
 
     def taken(m: re.Match[str]) -> bool:
@@ -223,16 +207,12 @@ def facts_in(text: str, *, partial_dates: bool = False) -> Facts:
         spans.append(m.span())
         facts.figures.add(("time", f"{int(m['h'])}:{m['min']}"))
         facts.values.update({str(int(m["h"])), str(int(m["min"]))})
-    for m in _near_digits(_AMOUNT, s, _AMOUNT_LEAD):
+    for m in _near_digits(AMOUNT, s, _AMOUNT_LEAD):
         if taken(m):
             continue
         spans.append(m.span())
-        num = m["num"] or m["num2"]
-        post, pre = m["post"] or m["post2"], m["pre"]
-        unit = _WORDS.get(post.lower(), post.lower()) if post else None
-        if unit in (None, "$") and pre:
-            unit = _SYMBOLS.get(pre.lower(), pre.lower())
-        facts.figures.add((unit or "$", _value(num)))
+        num = amount_value(m)
+        facts.figures.add((currency_of(m), _value(num)))
         facts.values.add(_value(num))
     for m in _PERCENT.finditer(s):
         if taken(m):

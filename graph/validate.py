@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from graph.facts import Facts, facts_in, unsupported_figures
+from retrieval.currencies import CURRENCY
 from retrieval.sentences import split_sentences
 
 # The citation pattern, exported once: a bracket that may hold chunk ids (see citations_in).
@@ -51,9 +52,6 @@ CITATION_BRACKET = re.compile(r"\[([^\[\]\n]+)\]")
 _ID_TOKEN = re.compile(r"^[^\s\[\],;]+:[^\s\[\],;]+$")
 _CITATION_THEN_SENTENCE = re.compile(r"(?<=\])\s+(?=[\"'(]?[A-Z\u0600-\u06FF])")
 _DIGIT = re.compile(r"\d")
-_CURRENCY = re.compile(
-    r"[$£€¥₹﷼]|\b(?:USD|GBP|EUR|AED|SAR|QAR|KWD|BHD|OMR|INR|JPY|CHF|CAD|AUD)\b|"
-    r"دولار|درهم|ريال|جنيه|دينار|يورو", re.IGNORECASE)
 _NUMBER_WORDS = re.compile(
     r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
     r"forty|fifty|hundred|thousand|million|half|twice|double|percent)\b", re.IGNORECASE)
@@ -138,7 +136,7 @@ def is_factual(sentence: str) -> bool:
     s = plain_sentence(sentence)
     if not _has_words(s):
         return False
-    if _DIGIT.search(s) or _CURRENCY.search(s) or _NUMBER_WORDS.search(s):
+    if _DIGIT.search(s) or CURRENCY.search(s) or _NUMBER_WORDS.search(s):
         return True
     bare = s.rstrip(" .!,;:?؟،").strip()
     if _COURTESY.match(bare):
@@ -151,12 +149,15 @@ def is_factual(sentence: str) -> bool:
 
 
 def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
-                    texts: Mapping[str, str] | None = None, effective: Mapping[str, str] | None = None) -> Verdict:
+                    texts: Mapping[str, str] | None = None, effective: Mapping[str, str] | None = None,
+                    supported: Callable[[str, list[str]], bool] | None = None) -> Verdict:
     """`allowed_ids`: the chunk ids sent this turn. `texts` (chunk id → the text that was sent: its
     title, heading and body) turns on the fact check; a cited chunk missing from it supports no figure.
     `effective` (chunk id → its version's effective date, as sent): the date itself, and nothing else,
     is a figure the chunk states ("from 1 January 2025"); its day and year are no amounts or counts
-    ("GBP 1 per night", "within 15 days" are not supported by an effective date of 2025-01-15)."""
+    ("GBP 1 per night", "within 15 days" are not supported by an effective date of 2025-01-15).
+    `supported(sentence, chunk_ids)`: whether a sentence of the cited chunks states what the factual
+    sentence says (the answer judge's reading, for drafts a model wrote in its own words)."""
     allowed = set(allowed_ids)
     if not text or not text.strip():
         return Verdict(ok=False, reason="answer_validation_failed", problems=[{"kind": "empty_draft"}])
@@ -183,6 +184,8 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
                 missing = stated and unsupported_figures(stated, _evidence(valid, texts, evidence, effective or {}))
                 if missing:
                     problems.append({"kind": "unsupported_number", "sentence": i, "count": len(missing)})
+            if valid and supported is not None and not supported(plain_sentence(sentence), valid):
+                problems.append({"kind": "unsupported_sentence", "sentence": i})
     if not cited:
         problems.append({"kind": "no_citations"})
     ok = not problems

@@ -2,7 +2,8 @@
 
 Deterministic, over the sentences (and table rows) of the passages that would enter the prompt:
 
-1. Extract quantities: an amount with a currency (USD 250, $250, 900 AED), a count of days,
+1. Extract quantities: an amount with a currency (USD 250, $250, 900 AED, CAD 500: any currency of
+   retrieval/currencies.py), a count of days,
    weeks, months, hours or minutes, a percentage, a rate per mile/km. Each keeps its own subject
    (the noun phrase attached to the number: "16 weeks of *parental leave*", "*staff discount*: 20%",
    a table row's label) and whether it is a bound ("over $75", ">2 weeks": a condition, not a value).
@@ -44,20 +45,15 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import Protocol
 
+from retrieval.currencies import AMOUNT, amount_value, currency_of
 from retrieval.sentences import body_of, split_sentences
 
-_CURRENCY = {"usd": "USD", "$": "USD", "dollars": "USD", "dollar": "USD", "gbp": "GBP", "£": "GBP",
-             "pounds": "GBP", "eur": "EUR", "€": "EUR", "euros": "EUR", "aed": "AED", "dirhams": "AED",
-             "sar": "SAR", "riyals": "SAR", "درهم": "AED", "ريال": "SAR", "دولار": "USD"}
 _UNITS = {"day": "day", "days": "day", "working days": "working_day", "business days": "working_day",
           "week": "week", "weeks": "week", "month": "month", "months": "month", "hour": "hour",
           "hours": "hour", "minute": "minute", "minutes": "minute", "%": "percent", "percent": "percent",
           "يوم": "day", "يوما": "day", "يومًا": "day", "أيام": "day", "أسبوع": "week", "أسابيع": "week",
           "أسبوعا": "week", "أسبوعًا": "week", "ساعة": "hour", "ساعات": "hour", "شهر": "month", "أشهر": "month"}
 _NUM = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
-_CUR_BEFORE = re.compile(r"(USD|GBP|EUR|AED|SAR|\$|£|€)\s?" + _NUM, re.IGNORECASE)
-_CUR_AFTER = re.compile(_NUM + r"\s?(USD|GBP|EUR|AED|SAR|dollars?|pounds|euros|dirhams|riyals|درهم|ريال|دولار)",
-                        re.IGNORECASE)
 _COUNT = re.compile(_NUM + r"\s?(working days|business days|days?|weeks?|months?|hours?|minutes?|%|percent"
                     r"|يومًا|يوما|يوم|أيام|أسبوعًا|أسبوعا|أسبوع|أسابيع|ساعات|ساعة|أشهر|شهر)", re.IGNORECASE)
 _PER = re.compile(r"\bper\s+(mile|km|kilometre|kilometer|night|day|month)\b", re.IGNORECASE)
@@ -325,10 +321,10 @@ def _located_cached(sentence: str) -> tuple[tuple[str, float, str, int, int], ..
     found: list[tuple[str, float, str, int, int]] = []
     per = _PER.search(sentence)
     suffix = f"/{per.group(1).lower()}" if per else ""
-    for m in _CUR_BEFORE.finditer(sentence):
-        found.append((_CURRENCY[m.group(1).lower()] + suffix, _value(m.group(2)), m.group(0), m.start(), m.end()))
-    for m in _CUR_AFTER.finditer(sentence):
-        found.append((_CURRENCY[m.group(2).lower()] + suffix, _value(m.group(1)), m.group(0), m.start(), m.end()))
+    for m in AMOUNT.finditer(sentence):  # a bare "$" is read as USD here: one dollar figure against another
+        currency = currency_of(m)
+        found.append((("USD" if currency == "$" else currency.upper()) + suffix, _value(amount_value(m)),
+                      m.group(0), m.start(), m.end()))
     for m in _COUNT.finditer(sentence):
         found.append((_UNITS[m.group(2).lower()], _value(m.group(1)), m.group(0), m.start(), m.end()))
     return tuple(found)

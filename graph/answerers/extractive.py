@@ -63,6 +63,7 @@ class Choice:
     threshold: float
     reason: str
     multilingual: bool
+    scope_floor: float = 0.5  # a passage with a sentence read at least this likely to answer is "answering"
 
     @property
     def ok(self) -> bool:
@@ -71,8 +72,13 @@ class Choice:
     def trace(self) -> dict[str, Any]:
         read = [(i, float(p)) for i, p in enumerate(self.probabilities) if not np.isnan(p)]
         read.sort(key=lambda x: -x[1])
+        best: dict[str, float] = {}
+        for i, p in read:
+            chunk = self.passages[self.sentences[i].passage].chunk_id
+            best[chunk] = max(best.get(chunk, 0.0), p)
+        answering = [c for c, p in best.items() if p >= self.scope_floor]
         return {"answerable": round(self.answerable, 4), "threshold": self.threshold, "reason": self.reason,
-                "read": len(read), "of": len(self.sentences),
+                "read": len(read), "of": len(self.sentences), "answering": answering,
                 "top": [{"chunk_id": self.passages[self.sentences[i].passage].chunk_id,
                          "index": self.sentences[i].index, "p": round(p, 4),
                          "sentence": self.sentences[i].scored_text[:160]} for i, p in read[:5]]}
@@ -155,7 +161,7 @@ class ExtractiveAnswerer:
         multilingual = language != "en" or any(p.lang != "en" for p in passages)
         if not sentences:
             return Choice(passages, sentences, np.zeros(0), [], 0.0, self.judge.answerable_at,
-                          "no sentence to judge", multilingual)
+                          "no sentence to judge", multilingual, self.judge.scope_floor)
         judged = await self._candidates(question, language, sentences, passages)
         q_ml = np.asarray(self.embedder.encode_multilingual([question]), dtype=np.float32)[0] \
             if multilingual else None
@@ -174,7 +180,7 @@ class ExtractiveAnswerer:
         picks = [sentences[mine[i]] for verdict, mine in answering
                  for i in sorted(verdict.quoted[:each], key=lambda i: (judged[mine[i]].passage, mine[i]))]
         return Choice(passages, sentences, probabilities, picks, best.answerable, best.threshold, best.reason,
-                      multilingual)
+                      multilingual, self.judge.scope_floor)
 
     async def _candidates(self, question: str, language: str, sentences: Sequence[CandidateSentence],
                           passages: Sequence[Passage]) -> list[Candidate]:

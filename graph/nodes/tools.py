@@ -152,6 +152,9 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         reading = await judge(question, found, result.min_score)
         if not reading["ok"]:
             gate = "below_score_floor"
+        else:  # what goes on to the answerer: the passages with a sentence the judge reads as answering
+            answering = set(reading.get("answering") or ())
+            found = [p for p in found if p.chunk_id in answering] or found
     return found, gate, conflicts, reading
 
 

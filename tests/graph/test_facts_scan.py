@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph.facts import _AMOUNT, _AMOUNT_LEAD, _near_digits, facts_in, prepare
+from graph.facts import _AMOUNT_LEAD, _near_digits, facts_in, prepare
+from retrieval.currencies import AMOUNT as _AMOUNT
 
 PIECES = ["USD", "usd", "Usd", "US$", "us$", "A$", "C$", "S$", "$", "£", "€", "¥", "₹", "﷼", "GBP", "aed", "SAR",
           "eur", " ", "  ", "\n", "1", "25", "1,500", "1,50", "2.5", "10.00", "٣", "०", "x", "s", "dollars", "pounds",

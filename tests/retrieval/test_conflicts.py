@@ -46,6 +46,8 @@ def passage(doc: str, body: str, **kw: object) -> P:
     ("Up to 15% above the limit.", [("percent", 15.0)]),
     ("Mileage is USD 0.62 per mile.", [("USD/mile", 0.62)]),
     ("The allowance is 900 AED.", [("AED", 900.0)]),
+    ("The home office budget is CAD 500.", [("CAD", 500.0)]),  # any currency of the one list
+    ("Claim up to 1,000 Swiss francs or CHF 1,000.", [("CHF", 1000.0)]),
     ("Report within 1 hour.", [("hour", 1.0)]),
     ("No numbers here.", []),
 ])
@@ -54,6 +56,9 @@ def test_extract_quantities(sentence: str, expected: list[tuple[str, float]]) ->
 
 
 CONFLICTS = [
+    ("What is the home office budget in Canada?",
+     passage("canada-benefits", "The home office budget in Canada is CAD 500."),
+     passage("remote-work", "The home office budget in Canada is CAD 600 for all staff.")),
     ("What is the nightly hotel limit in Boston?",
      passage("travel", "Boston | USD 250", heading="Hotels"),
      passage("events", "The nightly hotel limit in Boston is USD 275 for all staff.")),
