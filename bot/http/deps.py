@@ -30,8 +30,7 @@ class HttpState:
     def model_status(self) -> str:
         if self.load_errors:
             return self.load_errors[-1]
-        # Embedder.model is a cached_property: present in the instance dict once loaded.
-        return "ok" if "model" in vars(self.services.embedder) else "loading"
+        return "ok" if self.services.embedder.loaded else "loading"
 
 
 def http_state(request: Request) -> HttpState:

@@ -25,23 +25,19 @@ LONG = f"Store > Rules\n{FILLER} The forklift speed limit in the warehouse is 8 
 
 @contextmanager
 def counting_encodes(embedder: Embedder) -> Iterator[list[int]]:
-    """Counts the texts handed to MiniLM, call by call."""
+    """Counts the texts handed to MiniLM's forward pass, pass by pass."""
     calls: list[int] = []
-    model = embedder.model
+    real = embedder._token_pass
 
-    class Counting:
-        def encode(self, texts: Any, *args: Any, **kwargs: Any) -> Any:
-            calls.append(len(texts))
-            return model.encode(texts, *args, **kwargs)
+    def counting(texts: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(texts))
+        return real(texts, *args, **kwargs)
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(model, name)
-
-    embedder.__dict__["model"] = Counting()
+    embedder.__dict__["_token_pass"] = counting
     try:
         yield calls
     finally:
-        embedder.__dict__["model"] = model
+        del embedder.__dict__["_token_pass"]
 
 
 def plain(embedder: Embedder, texts: list[str]) -> np.ndarray:
@@ -115,3 +111,26 @@ def test_a_sentence_the_pooling_cannot_place_is_encoded_on_its_own(embedder: Emb
     embedded = embedder.embed_documents([TRAVEL])[0]
     expected = plain(embedder, embedded.sentences)
     assert np.allclose(embedded.sentence_vecs, expected, atol=1e-5)
+
+
+def test_token_counts_are_the_models_tokenizers(embedder: Embedder) -> None:
+    """The chunker's budget: the same count the transformers tokenizer gives, past the model's window too."""
+    reference = embedder.model.tokenizer
+    for text in (TRAVEL, LONG, "سياسة السفر: الحد الأقصى للفندق 250 دولارًا في الليلة.", "", "e-mail: a@b.c"):
+        expected = len(reference(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
+        assert embedder.count_tokens(text) == expected, text
+
+
+def test_ingestion_embeds_without_torch() -> None:
+    """Serving and ingestion need neither torch nor sentence-transformers (they are the `train` extra)."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from retrieval.embed import Embedder; e = Embedder(multilingual=False); "
+              f"[d] = e.embed_documents([{LONG!r}]); assert e.count_tokens({LONG!r}) > 256; "
+              "assert d.sentence_vecs.shape == (31, 384); "
+              "heavy = sorted({'torch', 'sentence_transformers', 'transformers'} & set(sys.modules)); "
+              "print(heavy)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
