@@ -29,14 +29,19 @@ from store.records import EscalationRecord
 # (message, what the open escalation is about) → is the message about it?
 FollowUpCheck = Callable[[str, Sequence[str]], Awaitable[bool]]
 
+TRANSCRIPT_CHARS = 400  # graph/nodes/escalate.py: each transcript line is cut there
 RELATED_MINILM = 0.42
 RELATED_MULTILINGUAL = 0.5
 TRANSCRIPT_LINES = 4
 
 
 def open_question_texts(esc: EscalationRecord) -> list[str]:
-    """The open escalation's question and the user's latest follow-ups kept on it."""
-    added = [line.removeprefix("user: ") for line in esc.transcript.splitlines() if line.startswith("user: ")]
+    """The open escalation's question and the user's latest follow-ups added to it (the transcript's
+    user lines after the question; those before it are earlier questions of the conversation)."""
+    lines = esc.transcript.splitlines()
+    question = f"user: {esc.question}"[:TRANSCRIPT_CHARS]  # as graph/nodes/escalate.py writes it
+    asked = [i for i, line in enumerate(lines) if line == question]
+    added = [line[6:] for line in lines[asked[-1] + 1:] if line.startswith("user: ")] if asked else []
     return list(dict.fromkeys([esc.question, *added[-TRANSCRIPT_LINES:]]))
 
 

@@ -145,3 +145,18 @@ async def test_no_published_document_for_the_asker_is_no_eligible_source(open_ho
     assert out.answer.startswith("I don't have any approved documents to answer from yet")
     assert out.trace["route_fired"] == "tools→set_no_eligible_source→force_escalate"
     assert out.escalation is not None and out.escalation.reason == "no_eligible_source"
+
+
+def test_only_what_was_added_to_the_open_question_counts_as_its_subject() -> None:
+    from graph.followup import open_question_texts
+    from store.records import EscalationRecord
+
+    transcript = ("user: How many vacation days do I get?\ncairn: According to …\nuser: What is the mileage rate?\n"
+                  "cairn: I couldn't find this …\nuser: for a van?")
+    esc = EscalationRecord(escalation_id="esc-1", session_id="s", turn_id="t", tenant_id="larkspur", user_id="U",
+                           question="What is the mileage rate?", reason="below_score_floor", transcript=transcript,
+                           passages=[], top_score=None, status="open", channel=None, thread_ts=None,
+                           claimed_by=None, resolved_by=None, kind=None, topic=None, label_attempts=0,
+                           first_reply_at=None,
+                           reminded_at=None, deadline_at=None, created_at="", closed_at=None)
+    assert open_question_texts(esc) == ["What is the mileage rate?", "for a van?"]
