@@ -32,10 +32,11 @@ unknown user, tenant the user does not belong to) is 403. 401 = "who are you, se
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import json
-import math
 import os
 import re
 import secrets
@@ -49,9 +50,11 @@ from typing import Any
 
 import jwt
 
+from store import untrusted
 from store.access import AccessPolicy
 from store.db import iso
 from store.records import Scope
+from store.untrusted import clean_text, number_in_range
 
 CREDENTIAL_PREFIX = "csk_"
 CONTEXT_KEY_LABEL = b"cairn/user-context/v1"
@@ -222,10 +225,13 @@ def verify_user_context(token: str | None, *, credential: str, principal: Servic
         raise ContextError("context_missing", "X-User-Context header is required")
     if len(token) > 4096:
         raise ContextError("context_malformed", "user context is too large")
+    problem = _claims_problem(token)
+    if problem:
+        raise ContextError("context_malformed", f"user context claims are not valid: {problem}")
     try:
         header = jwt.get_unverified_header(token)
         unverified = jwt.decode(token, options={"verify_signature": False})
-    except jwt.PyJWTError:
+    except (jwt.PyJWTError, RecursionError):
         raise ContextError("context_malformed", "user context is not a JWT") from None
     if header.get("alg") != CONTEXT_ALG or not isinstance(unverified, dict):
         raise ContextError("context_malformed", f"user context must be signed with {CONTEXT_ALG}")
@@ -247,8 +253,9 @@ def verify_user_context(token: str | None, *, credential: str, principal: Servic
         raise ContextError("context_malformed", "user context claims are not valid") from None
     # Time claims checked here (not by PyJWT) so that each failure has its own code.
     iat, exp, nbf = claims["iat"], claims["exp"], claims.get("nbf", claims["iat"])
-    # Finite numbers only: every comparison with NaN is false, so a NaN date would pass every check.
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (iat, exp, nbf)):
+    # Finite numbers in range only: every comparison with NaN is false, so a NaN date would pass every
+    # check, and 10^400 cannot become a float or a date.
+    if not all(number_in_range(v) for v in (iat, exp, nbf)):
         raise ContextError("context_malformed", "iat, exp and nbf must be numeric dates")
     if exp <= moment - CLOCK_LEEWAY_S:
         raise ContextError("context_expired", "user context has expired")
@@ -263,8 +270,24 @@ def verify_user_context(token: str | None, *, credential: str, principal: Servic
     user, tenant = claims["sub"], claims["tenant"]
     if not (isinstance(user, str) and user and isinstance(tenant, str) and tenant):
         raise ContextError("context_malformed", "sub and tenant must be non-empty strings")
-    return UserContext(user=user, tenant=tenant, audience=str(claims["aud"]), service=principal.name,
-                       expires_at=int(exp))
+    return UserContext(user=clean_text(user), tenant=clean_text(tenant), audience=clean_text(str(claims["aud"])),
+                       service=principal.name, expires_at=int(exp))
+
+
+def _claims_problem(token: str) -> str | None:
+    """Why the token's claims cannot be read safely (nesting, numbers out of range), before PyJWT
+    parses them; None when they can, or when the token is no JWT at all (PyJWT says so next)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+        untrusted.loads(payload)
+    except untrusted.UntrustedInput as exc:
+        return str(exc)
+    except (ValueError, binascii.Error):
+        return None
+    return None
 
 
 def scope_for_context(access: AccessPolicy, context: UserContext) -> Scope:

@@ -15,6 +15,7 @@ from bot.cli.common import CommandError, emit_json, local_services, resolve_as
 from bot.cli.parsers import add_command
 from bot.services import escalation_desk, open_store, slack_notifier
 from bot.settings import Settings
+from store.untrusted import clean_text, decode
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -132,9 +133,11 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _read_line(interactive: bool) -> str | None:
     try:
+        # Text from outside is made safe here: invalid UTF-8 and lone surrogates become U+FFFD.
         if interactive:
-            return await asyncio.to_thread(input, "you> ")
-        line = await asyncio.to_thread(sys.stdin.readline)
+            return clean_text(await asyncio.to_thread(input, "you> "))
+        raw = await asyncio.to_thread(getattr(sys.stdin, "buffer", sys.stdin).readline)
+        line = decode(raw) if isinstance(raw, bytes) else clean_text(raw)
         return line if line else None
     except EOFError:
         return None

@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from bot.cli import analytics, conversation, doctor, knowledge, ops, retrieval, serve, sources
 from bot.cli.common import CommandError
 from bot.settings import Settings
+from store.untrusted import clean_text
 
 COMMAND_MODULES = (knowledge, sources, retrieval, ops, conversation, serve, analytics, doctor)
 
@@ -62,7 +63,8 @@ def _silence_stdout() -> None:
 
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # Arguments are text from outside: an argv of invalid bytes reaches Python as lone surrogates.
+    args = parser.parse_args([clean_text(a) for a in (sys.argv[1:] if argv is None else argv)])
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     settings = Settings()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from bot.cli.common import CommandError, emit_json, local_services, resolve_as
 from bot.cli.conversation import run_turn_json
 from bot.settings import Settings
+from store import untrusted
 
 if TYPE_CHECKING:
     from retrieval.search import SearchResult
@@ -78,10 +79,13 @@ class EvalLine:
     as_user: str | None
 
 
-def parse_eval_line(number: int, line: str) -> EvalLine | dict[str, object]:
-    """One input line, or the error object printed in its place (the batch goes on)."""
+def parse_eval_line(number: int, line: str | bytes) -> EvalLine | dict[str, object]:
+    """One input line, or the error object printed in its place (the batch goes on). Never raises:
+    invalid UTF-8 and lone surrogates are replaced (store/untrusted.py), nesting and numbers bounded."""
     try:
-        item = json.loads(line)
+        item = untrusted.loads(line)
+    except untrusted.UntrustedInput as exc:
+        return {"id": None, "line": number, "error": f"bad input line: {exc}"}
     except json.JSONDecodeError as exc:
         return {"id": None, "line": number, "error": f"bad input line: not JSON ({exc.msg})"}
     if not isinstance(item, dict):
@@ -98,8 +102,9 @@ def parse_eval_line(number: int, line: str) -> EvalLine | dict[str, object]:
 
 async def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        lines = args.file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        # Bytes, split into lines first: one line of invalid UTF-8 is that line's problem, not the batch's.
+        lines = args.file.read_bytes().splitlines()
+    except OSError as exc:
         raise CommandError(f"cannot read {args.file}: {exc}") from exc
     failures = 0
     async with local_services(settings) as services:

@@ -28,6 +28,7 @@ from bot.http.models import (
     error_responses,
 )
 from retrieval.search import Passage, SearchResult
+from store import untrusted
 from store.credentials import (
     ContextError,
     CredentialFileError,
@@ -145,9 +146,17 @@ def plain_errors(errors: Any) -> list[dict[str, Any]]:
 
 
 async def _parse_body(request: Request) -> RetrieveRequest:
+    """The body made safe first (store/untrusted.py: invalid UTF-8 and lone surrogates replaced, nesting
+    and numbers bounded), then validated; anything else is a 422 that does not echo the input."""
     raw = await request.body()
     try:
-        return RetrieveRequest.model_validate_json(raw or b"null")
+        value = untrusted.loads(raw or b"null")
+    except ValueError as exc:  # not JSON, too deep, a number out of range
+        reason = str(exc) if isinstance(exc, untrusted.UntrustedInput) else "the body is not JSON"
+        raise ApiError(422, "invalid_request", "the request body is not valid",
+                       detail=[{"loc": ["body"], "msg": reason, "type": "json_invalid"}]) from None
+    try:
+        return RetrieveRequest.model_validate(value)
     except ValidationError as exc:
         raise ApiError(422, "invalid_request", "the request body is not valid",
                        detail=plain_errors(exc.errors(include_input=False))) from None

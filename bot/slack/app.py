@@ -22,6 +22,7 @@ from bot.settings import Settings
 from bot.slack.audience import ChannelAudience
 from bot.slack.context import SlackServices, WorkTracker
 from bot.slack.escalation_posting import EscalationThreads
+from bot.slack.http_events import clean_event_text
 from bot.slack.identity import IdentityResolver
 from bot.slack.listeners import register_listeners
 
@@ -52,6 +53,7 @@ def create_app(settings: Settings, services: Services, *, work: WorkTracker | No
     app = AsyncApp(name="cairn", client=client, signing_secret=signing_secret,
                    process_before_response=False, request_verification_enabled=True,
                    ignoring_self_events_enabled=True)
+    app.use(clean_event_text)  # text from Slack is made safe once, before any listener sees it
     identity = IdentityResolver(access=services.access, client=client)
     threads = EscalationThreads(client=client, services=services, settings=settings)
     register_listeners(app, SlackServices(

@@ -10,14 +10,19 @@ with CAIRN_LOG_CONTENT), so a request Slack sent is never dropped without a trac
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from urllib.parse import parse_qs, urlencode
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from store import untrusted
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +34,39 @@ def unreadable(raw: bytes, headers: Mapping[str, str]) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return "not UTF-8"
+    # Nesting is measured before anything parses it: Python's parser recurses until RecursionError.
+    problem = untrusted.depth_problem(_json_part(text, headers))
+    if problem:
+        return problem
     try:
         AsyncBoltRequest(body=text, headers=bolt_headers)  # what Bolt's handler builds first
     except ValueError as exc:  # json.JSONDecodeError
         return f"not JSON: {exc}"
     except (AttributeError, TypeError):  # JSON, but not an object
         return "JSON, but not an object"
+    except RecursionError:
+        return "JSON nested too deep"
     return None
+
+
+def _json_part(text: str, headers: Mapping[str, str]) -> str:
+    """The JSON a body carries: the body itself, or an interactive request's `payload=` field."""
+    if "application/x-www-form-urlencoded" in (headers.get("content-type") or ""):
+        return " ".join(v for k, vs in parse_qs(text).items() if k == "payload" for v in vs)
+    return text
+
+
+async def clean_event_text(req: AsyncBoltRequest, next: Callable[[], Awaitable[BoltResponse]]) -> BoltResponse:
+    """Bolt middleware (Socket Mode and HTTP alike): every string of the event made safe once, here
+    (store/untrusted.py: a lone surrogate becomes U+FFFD), before any listener stores, logs or posts it.
+    A question with `\\ud800` in it is then answered or escalated like any other."""
+    cleaned = untrusted.clean(req.body)
+    if cleaned != req.body:
+        req.body = cleaned  # type: ignore[assignment]
+        if req.mode == "http":  # the listener runs on a copy made from the raw body: it must say the same
+            encoded = json.dumps(cleaned)
+            req.raw_body = encoded if req.raw_body.lstrip().startswith("{") else urlencode({"payload": encoded})
+    return await next()
 
 
 class SlackEvents:
