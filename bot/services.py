@@ -18,6 +18,7 @@ from store.controls import Controls
 from store.conversations import ConversationStore
 from store.db import open_db
 from store.jobs import Jobs
+from store.proposals import ProposedAnswers
 from store.relays import Relays
 from store.reports import EscalationReports
 from store.run_claims import RunClaims
@@ -84,6 +85,7 @@ class Store:
     controls: Controls
     sources: Sources
     relays: Relays
+    proposals: ProposedAnswers
 
 
 def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: float | None = None) -> Store:
@@ -92,7 +94,7 @@ def _store(settings: Settings, db: aiosqlite.Connection, *, controls_cache_s: fl
     return Store(settings=settings, db=db, catalog=Catalog(db), jobs=Jobs(db, max_attempts=settings.job_max_attempts),
                  conversations=conversations, reports=EscalationReports(db, conversations), runs=RunClaims(db),
                  controls=Controls(db, env_paused=settings.paused_kinds, cache_s=cache_s), sources=Sources(db),
-                 relays=Relays(db))
+                 relays=Relays(db), proposals=ProposedAnswers(db))
 
 
 @dataclass
@@ -149,6 +151,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
         await catalog.sync_tenants(tenants={t: sorted(g) for t, g in access.tenants.items()})
         await store.sources.setup()
         await store.relays.setup()
+        await store.proposals.setup()
         metrics = Metrics()
         judge = shared_judge()
         searcher = Searcher(index=index, catalog=catalog, embedder=embedder,
@@ -196,6 +199,7 @@ async def open_store(settings: Settings, *, controls_cache_s: float | None = Non
         store = _store(settings, db, controls_cache_s=controls_cache_s)
         await store.sources.setup()
         await store.relays.setup()
+        await store.proposals.setup()
         yield store
     finally:
         await db.close()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.cli.common import CommandError, emit_json, local_services, resolve_as
 from bot.cli.parsers import add_command
+from bot.cli.proposals import file_answer, filed_line
 from bot.services import escalation_desk, open_store, slack_notifier
 from bot.settings import Settings
 from store.untrusted import clean_text, decode
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from bot.services import Services
     from escalations.desk import Reply
     from graph.runner import TurnOutcome
+    from store.proposals import ProposalRecord
     from store.records import EscalationRecord, Scope, TurnRecord
 
 CHAT_HELP = """\
@@ -53,10 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("text")
     p.add_argument("--as", dest="as_user", metavar="ADMIN", help="reply as this admin (default: local)")
     p.add_argument("--key", help="idempotency key: the same key is delivered once (default: new)")
+    p.add_argument("--propose", action="store_true",
+                   help="also file this answer for the document owner's approval (`cairn proposals`)")
 
     p = add_command(sub, "resolve", resolve, help="close an escalation")
     p.add_argument("escalation_id", metavar="ID")
     p.add_argument("--as", dest="as_user", metavar="ADMIN")
+    p.add_argument("--propose", action="store_true",
+                   help="file its last admin answer for the document owner's approval (`cairn proposals`)")
 
     p = add_command(sub, "trace", trace,
                     help="what happened in a turn: route, chunks and scores, answerer, validation")
@@ -204,6 +210,11 @@ async def _reply(services: Services, admin: Scope, escalation_id: str, text: str
                             text=text, message_key=key or f"cli-{uuid.uuid4().hex[:12]}", written_elsewhere=True)
 
 
+async def _propose(services: Services, admin: Scope, escalation_id: str, text: str | None) -> ProposalRecord:
+    return await file_answer(services.settings, services.store.proposals, conversations=services.store.conversations,
+                             access=services.access, escalation_id=escalation_id, admin=admin, text=text)
+
+
 def _escalation_line(e: EscalationRecord) -> str:
     return (f"{e.escalation_id}  {e.status:<8} {e.reason:<24} {e.created_at[:16]}  {e.user_id}: "
             f"{e.question[:70]}")
@@ -242,11 +253,15 @@ async def reply(args: argparse.Namespace, settings: Settings) -> int:
             result = await _reply(services, admin, args.escalation_id, args.text, args.key)
         except EscalationError as exc:
             raise CommandError(str(exc)) from exc
+        proposal = await _propose(services, admin, args.escalation_id, args.text) if args.propose else None
     outcome = result.outcome
     if args.json:
         emit_json({"escalation_id": args.escalation_id, "delivered": outcome is not None, "relay": result.result,
-                   "relay_error": result.error, **(outcome.as_json() if outcome else {})})
+                   "relay_error": result.error, **(outcome.as_json() if outcome else {}),
+                   **({"proposal": proposal.as_json()} if proposal else {})})
         return 0
+    if proposal is not None:
+        print(filed_line(proposal))
     if outcome is None:
         print("already delivered: nothing sent")
         return 0
@@ -267,12 +282,16 @@ async def resolve(args: argparse.Namespace, settings: Settings) -> int:
         if not desk.may_handle(admin, before):
             raise CommandError(f"{admin.display_name or admin.user_id} may not resolve escalation {args.escalation_id}")
         closing = await desk.resolve(args.escalation_id, admin_id=admin.user_id)
+        proposal = await _propose(services, admin, args.escalation_id, None) if args.propose else None
     after = closing.escalation
     changed = closing.result == "done"
     if args.json:
         emit_json({"escalation_id": args.escalation_id, "resolved": changed,
-                   "status": after.status if after else None, "user_receives": closing.told})
+                   "status": after.status if after else None, "user_receives": closing.told,
+                   **({"proposal": proposal.as_json()} if proposal else {})})
     else:
+        if proposal is not None:
+            print(filed_line(proposal))
         print(f"resolved {args.escalation_id}" if changed else f"{args.escalation_id} was already {before.status}")
         if closing.told:
             print(f"user receives: {closing.told}")

@@ -12,12 +12,12 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from bot.cli import analytics, conversation, doctor, knowledge, ops, retrieval, serve, sources
+from bot.cli import analytics, conversation, doctor, knowledge, ops, proposals, retrieval, serve, sources
 from bot.cli.common import CommandError
 from bot.settings import Settings
 from store.untrusted import clean_text
 
-COMMAND_MODULES = (knowledge, sources, retrieval, ops, conversation, serve, analytics, doctor)
+COMMAND_MODULES = (knowledge, sources, retrieval, ops, conversation, proposals, serve, analytics, doctor)
 
 # A process that loaded the models spends a second or more at exit collecting objects that die with
 # it anyway; frozen, they are left to the operating system. Registered first, so it runs last.
