@@ -27,6 +27,7 @@ from escalations.taxonomy import (
     restricted_passages,
 )
 from escalations.weeks import recent_weeks, shift_week, week_bounds
+from store.proposals import ProposalRecord
 from store.records import EscalationRecord
 from store.reports import EscalationReports, FeedbackCounts
 
@@ -99,6 +100,7 @@ class Digest:
     trend: TrendSeries
     restricted: list[RestrictedItem] = field(default_factory=list)
     until: datetime | None = None  # the week so far: counted up to this moment
+    proposals: list[ProposalRecord] = field(default_factory=list)  # admin answers awaiting an owner's approval
 
 
 def slack_deep_link(channel: str, ts: str) -> str:
@@ -199,7 +201,7 @@ async def build_digest(queries: EscalationReports, *, week: str, timezone: str =
         trend=weekly_series(rows, weeks, tz),
         restricted=[await restricted_item(e, link_for if i < BACKLOG_SHOWN else None)
                     for i, e in enumerate(restricted)],
-        until=until)
+        until=until, proposals=await queries.proposals_awaiting(tenant_id=tenant_id))
 
 
 # -- formatting ---------------------------------------------------------------------------------------
@@ -310,6 +312,12 @@ def render_markdown(d: Digest, *, chart_file: str | None = None) -> str:
         thread = f"[thread]({restricted.link})" if restricted.link else f"`{restricted.escalation_id}`"
         lines.append(f"{i}. **{_md(restricted.question)}** — would have been answered by "
                      f"{_md(', '.join(restricted.documents))}, {thread}")
+    if d.proposals:
+        lines += ["", f"## Proposed answers awaiting approval ({len(d.proposals)})", "",
+                  "Admins' answers filed as knowledge: shown to nobody until a document owner approves them."]
+    for i, pa in enumerate(d.proposals[:BACKLOG_SHOWN], 1):
+        lines.append(f"{i}. **{_md(pa.question)}** — answered by {_md(pa.admin_name)}, for "
+                     f"{_md(pa.owner or 'the admins')}: `cairn proposals approve {pa.proposal_id}`")
     if d.feedback.down_questions:
         lines += ["", "## Answers marked 👎", ""]
         lines += [f"- {_md(q)}" for q in d.feedback.down_questions]

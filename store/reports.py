@@ -14,6 +14,7 @@ import aiosqlite
 
 from store.conversations import ConversationStore
 from store.db import iso
+from store.proposals import ProposalRecord, ProposedAnswers
 from store.records import EscalationRecord
 
 
@@ -32,6 +33,12 @@ class EscalationReports:
     def __init__(self, conn: aiosqlite.Connection, conversations: ConversationStore | None = None) -> None:
         self._conn = conn
         self.conversations = conversations or ConversationStore(conn)
+
+    async def proposals_awaiting(self, *, tenant_id: str | None = None) -> list[ProposalRecord]:
+        """Admin answers filed for an owner's approval and not yet decided (store/proposals.py)."""
+        proposals = ProposedAnswers(self._conn)
+        await proposals.setup()  # a database that never filed one has no table yet
+        return await proposals.list(tenant_id=tenant_id, status="proposed")
 
     async def _ids(self, sql: str, args: tuple[Any, ...]) -> list[str]:
         async with self._conn.execute(sql, args) as cur:

@@ -52,6 +52,14 @@ def render_slack(d: Digest) -> tuple[str, list[dict[str, Any]]]:
             access.append(f"{i}. *{_line(r.question)}* — {_line(', '.join(r.documents))}, {thread}")
         for text in _pack(access):
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+    if d.proposals:
+        waiting = [f"*Proposed answers awaiting approval ({len(d.proposals)})*: admins' answers filed as "
+                   "knowledge, shown to nobody until a document owner approves them."]
+        waiting += [f"{i}. *{_line(pa.question)}* — answered by {_line(pa.admin_name)}, for "
+                    f"{_line(pa.owner or 'the admins')} (`{pa.proposal_id}`)"
+                    for i, pa in enumerate(d.proposals[:BACKLOG_SHOWN], 1)]
+        for text in _pack(waiting):
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": FOOTNOTE}]})
     fallback = (f"Cairn escalation digest {d.week}: {c.total} escalations, {c.genuine} genuine, "
                 f"{c.avoidable} avoidable, {d.expired} expired.")
