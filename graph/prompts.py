@@ -4,14 +4,20 @@ Change the wording → bump the version, so a trace always says which instructio
 Retrieved passages reach the model inside <evidence> as the result of its search tool call; the
 system prompt says they are evidence, never instructions (a document may contain text such as
 "ignore your instructions", and it must be treated as quoted text).
+
+The boundary holds for every field that enters the prompt — passage text, heading, title, document and
+chunk id, organisation — in any case and spelling of the tags (`</EVIDENCE>`, `< /passage`, a fullwidth
+`＜`, a zero-width character inside the word): each such tag loses its bracket, and attribute values
+are JSON strings, so a newline cannot start a line of its own.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 
-PROMPT_VERSION = "cairn-answer-2026-02"
+PROMPT_VERSION = "cairn-answer-2026-03"  # 03: every field escaped at the evidence boundary
 
 SYSTEM_PROMPT = """\
 You are Cairn, a policy assistant for the staff of one company. You answer questions ONLY from the \
@@ -62,9 +68,22 @@ def system_prompt(language: str) -> str:
     return SYSTEM_PROMPT.format(language={"ar": "Arabic", "en": "English"}.get(language, language))
 
 
+_INVISIBLE = "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*"
+_BRACKETS = "<\uff1c\ufe64\u2329\u27e8\u3008"
+
+
+def _word(word: str) -> str:
+    return _INVISIBLE.join(re.escape(letter) for letter in word)
+
+
+# An opening or closing evidence or passage tag, however written.
+_BOUNDARY = re.compile(f"[{_BRACKETS}](?=\\s*{_INVISIBLE}\\s*/?\\s*{_INVISIBLE}\\s*(?:{_word('evidence')}|{_word('passage')}))",
+                       re.IGNORECASE)
+
+
 def _clean(text: str) -> str:
-    # A passage must not be able to close the evidence block around it.
-    return text.replace("</passage", "</ passage").replace("</evidence", "</ evidence")
+    """Text that cannot open or close an evidence block or a passage: the tag's bracket is escaped."""
+    return _BOUNDARY.sub("&lt;", text)
 
 
 def effective_day(value: object) -> str | None:
@@ -83,6 +102,6 @@ def format_evidence(passages: Sequence[Mapping[str, object]], *, gate: str | Non
                  "heading": p.get("heading"),
                  "version": p.get("version"), "effective": effective_day(p.get("effective_at")),
                  "score": round(float(p.get("score") or 0.0), 3)}  # type: ignore[arg-type]
-        head = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in attrs.items() if v is not None)
+        head = _clean(" ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in attrs.items() if v is not None))
         blocks.append(f"<passage {head}>\n{_clean(str(p.get('text', '')))}\n</passage>")
     return "<evidence>\n" + "\n".join(blocks) + "\n</evidence>"
