@@ -1,9 +1,11 @@
 """Is a message, sent while a person looks at an earlier question, about that question?
 
 A follow-up joins the open escalation's thread: a request for a person (one is already on it), a
-chase ("any update?", "still waiting"), or a message close in meaning to the open question or to what
-the user added to it ("I really need to know about the gym thing by Friday"). Anything else is a
-question of its own: it is answered, or escalated on its own, and never swallowed by the open one.
+chase ("any update?", "still waiting"), a message that asks nothing and so adds to the open question
+("It is a very small dog."), a question that leans on it ("and for contractors?", "what about
+Boston?"), or one close in meaning to the open question or to what the user added to it ("I really
+need to know about the gym thing by Friday"). Anything else is a question of its own: it is answered,
+or escalated on its own, and never swallowed by the open one.
 
 Closeness is the cosine of the bundled sentence vectors (MiniLM for English, the multilingual model
 when either side is Arabic). The thresholds sit between a follow-up and a different question of the
@@ -17,6 +19,7 @@ over?" after "how many days of annual leave?" 0.50, against 0.29–0.31 for unre
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
@@ -35,6 +38,25 @@ RELATED_MULTILINGUAL = 0.5
 TRANSCRIPT_LINES = 4
 
 
+# How a message asks: a question mark, or an interrogative or a request to know at its start.
+_ASKS = re.compile(
+    r"[?؟]|^\W*(?:what|whats|how|hows|when|where|which|who|whom|whose|why|can|could|may|might|must|shall|should|"
+    r"will|would|do|does|did|is|are|was|were|am|have|has|had|any|tell me|explain|please tell|please explain|"
+    r"i (?:need|want|would like|'d like) to know|i(?:'m| am) wondering|wondering|"
+    r"هل|ما|ماذا|كم|كيف|متى|أين|اين|لماذا|لم|من|أي|اي|ايش|إيش|وش|شو|أريد أن أعرف|اريد ان اعرف)\b",
+    re.IGNORECASE)
+# A question that leans on the one before it: "and for contractors?", "what about Boston?".
+# (Short: "and how many sick days do I get this year?" is a question of its own.)
+_LEANS = re.compile(r"^\W*(?:and|what about|how about|same (?:for|in|with)|"
+                    r"و(?:هل|ماذا|كم|ما|كيف|متى|لو)|ماذا عن|وماذا عن|طيب و|وبالنسبة|بالنسبة)\b", re.IGNORECASE)
+LEANING_WORDS = 6
+
+
+def asks_anything(message: str) -> bool:
+    """Whether a message asks something (a question, or a request to know), rather than telling."""
+    return bool(_ASKS.search(message.strip()))
+
+
 def open_question_texts(esc: EscalationRecord) -> list[str]:
     """The open escalation's question and the user's latest follow-ups added to it (the transcript's
     user lines after the question; those before it are earlier questions of the conversation)."""
@@ -51,6 +73,8 @@ async def follows_up(message: str, esc: EscalationRecord, related: FollowUpCheck
         return True
     if conversation_intent(message) is not None:
         return False  # "thanks", "hi": answered as conversation, the escalation stays as it is
+    if (_LEANS.search(message) and len(message.split()) <= LEANING_WORDS) or not asks_anything(message):
+        return True
     return related is not None and await related(message, open_question_texts(esc))
 
 

@@ -10,11 +10,12 @@ import pytest
 
 from escalations.digest import build_digest
 from escalations.weeks import week_label
+from graph.followup import follows_up, open_question_texts
 from graph.intent import ACKNOWLEDGEMENT, CAPABILITIES, CHASE, GREETING, THANKS, conversation_intent
 from graph.messages import abstention, fixed
 from graph.state import AdminReply
 from store.db import utcnow
-from store.records import Scope
+from store.records import EscalationRecord, Scope
 from tests.graph.conftest import LONDON, bob
 
 UNKNOWN = "Can I expense a gym membership?"
@@ -147,10 +148,35 @@ async def test_no_published_document_for_the_asker_is_no_eligible_source(open_ho
     assert out.escalation is not None and out.escalation.reason == "no_eligible_source"
 
 
-def test_only_what_was_added_to_the_open_question_counts_as_its_subject() -> None:
-    from graph.followup import open_question_texts
-    from store.records import EscalationRecord
+OPEN = EscalationRecord(escalation_id="esc-1", session_id="s", turn_id="t", tenant_id="larkspur", user_id="U",
+                        question="What is our policy on bringing pets to the Tokyo office?",
+                        reason="below_score_floor", transcript="", passages=[], top_score=None, status="open",
+                        channel=None, thread_ts=None, claimed_by=None, resolved_by=None, kind=None, topic=None,
+                        label_attempts=0, first_reply_at=None, reminded_at=None, deadline_at=None, created_at="",
+                        closed_at=None)
 
+
+@pytest.mark.parametrize(("message", "joins"), [
+    ("It is a very small dog.", True), ("My manager already approved it", True), ("any update?", True),
+    ("I want to talk to a person", True), ("and for contractors?", True), ("what about Boston?", True),
+    ("وهل يشمل القطط؟", True),
+    ("What is the nightly hotel limit in London?", False), ("how many vacation days do I get", False),
+    ("And how many sick days do I get this year at the Boston store?", False), ("thanks!", False),
+    ("hi", False), ("كم يوم إجازة سنوية أحصل عليها؟", False),
+])
+async def test_what_joins_the_open_question_without_closeness(message: str, joins: bool) -> None:
+    assert await follows_up(message, OPEN, None) is joins
+
+
+async def test_closeness_decides_a_question_that_neither_leans_nor_chases() -> None:
+    async def close(message: str, texts: object) -> bool:
+        return True
+
+    assert await follows_up("Can I bring my cat to the Tokyo office?", OPEN, close)
+    assert not await follows_up("Can I bring my cat to the Tokyo office?", OPEN, None)
+
+
+def test_only_what_was_added_to_the_open_question_counts_as_its_subject() -> None:
     transcript = ("user: How many vacation days do I get?\ncairn: According to …\nuser: What is the mileage rate?\n"
                   "cairn: I couldn't find this …\nuser: for a van?")
     esc = EscalationRecord(escalation_id="esc-1", session_id="s", turn_id="t", tenant_id="larkspur", user_id="U",
