@@ -187,7 +187,10 @@ async def build_digest(queries: EscalationReports, *, week: str, timezone: str =
     replies = first_reply_seconds(escalations)
     weeks = recent_weeks(week, trend_weeks)
     trend_start, _ = week_bounds(weeks[0], tz)
-    rows = await queries.reasons_between(start=trend_start, end=end, tenant_id=tenant_id)
+    # The trend's avoidable bars are the backlog's kind: a restricted escalation is not one of them.
+    rows = [(e.created_at, e.reason)
+            for e in await queries.escalations_between(start=trend_start, end=end, tenant_id=tenant_id)
+            if kind_of(e) != RESTRICTED]
     avoidable = [e for e in escalations if kind_of(e) == AVOIDABLE]
     restricted = [e for e in escalations if kind_of(e) == RESTRICTED]
     return Digest(

@@ -61,6 +61,9 @@ async def test_each_kind_is_counted_on_its_own(store: Store) -> None:
     assert d.restricted[0].link == "slack://channel?id=C0ESC&message=1700000002.000100"
     assert d.top_topics == [TopicCount("Executive Allowances", 2, 0), TopicCount("leave", 2, 1),
                             TopicCount("other", 1, 0)]
+    # the chart's bars: genuine and avoidable only, a restricted one never among the avoidable
+    assert (d.trend.weeks[-2:], d.trend.genuine[-2:], d.trend.avoidable[-2:]) == (
+        ["2026-W04", WEEK], [0, 1], [0, 1])
 
 
 async def test_the_best_passage_of_a_gap_is_the_askers_own(store: Store) -> None:
