@@ -18,6 +18,12 @@ BLOCK_ANSWER_SOURCES = "cairn_answer_sources"
 ACTION_RESOLVE = "cairn_escalation_resolve"
 ACTION_CLAIM = "cairn_escalation_claim"
 BLOCK_ESCALATION_ACTIONS = "cairn_escalation_actions"
+# Admin answers as knowledge: "File this answer" on a resolved escalation's thread (value: the escalation
+# id), then Approve / Reject on the message the owner gets (value: the proposal id).
+ACTION_PROPOSE_ANSWER = "cairn_answer_propose"
+ACTION_APPROVE_ANSWER = "cairn_answer_approve"
+ACTION_REJECT_ANSWER = "cairn_answer_reject"
+BLOCK_PROPOSAL_ACTIONS = "cairn_proposal_actions"
 
 # App Home
 BLOCK_HOME_ESCALATIONS = "cairn_home_escalations"

@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from bot.slack.constants import ACTION_CLAIM, ACTION_RESOLVE, BLOCK_ESCALATION_ACTIONS, SLASH_COMMAND
+from bot.slack.constants import (
+    ACTION_CLAIM,
+    ACTION_PROPOSE_ANSWER,
+    ACTION_RESOLVE,
+    BLOCK_ESCALATION_ACTIONS,
+    SLASH_COMMAND,
+)
 from bot.slack.text import encode
 from bot.slack.views import (
     SECTION_LIMIT,
@@ -130,6 +136,10 @@ def build_escalation_note(escalation: EscalationRecord, note: ThreadNote) -> Mes
                 "has answered yet; nothing was done or granted on their behalf. A reply here no longer reaches them.")
     elif note.kind == "resolved":
         text = f":white_check_mark: Resolved by {_person(by)}."
+        # The answer given here can become knowledge: filed for the document owner, shown to nobody until
+        # they approve it (escalations/proposals.py).
+        return {"text": text, "blocks": [context_block([text]), {"type": "actions", "elements": [
+            button("File the answer for the document owner", ACTION_PROPOSE_ANSWER, escalation.escalation_id)]}]}
     elif note.kind == "claimed":
         text = f":raising_hand: {_person(by)} is on it."
     elif note.kind == "relay_failed":

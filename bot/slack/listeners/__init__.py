@@ -5,9 +5,9 @@ from __future__ import annotations
 from slack_bolt.async_app import AsyncApp
 
 from bot.slack.context import SlackServices
-from bot.slack.listeners import actions, commands, documents, home, mentions, messages, shortcuts
+from bot.slack.listeners import actions, commands, documents, home, mentions, messages, proposals, shortcuts
 
-SURFACES = (messages, mentions, actions, commands, home, documents, shortcuts)
+SURFACES = (messages, mentions, actions, commands, home, documents, shortcuts, proposals)
 
 
 def register_listeners(app: AsyncApp, services: SlackServices) -> None:
