@@ -85,7 +85,7 @@ async def answer_in_thread(services: SlackServices, client: AsyncWebClient, ask:
                 session_id=ask.session_id, scope=scope, question=ask.text, surface="slack", channel=ask.channel,
                 thread_ts=ask.thread_ts, turn_id=turn_id or turn_id_for(ask.channel, ask.message_ts))
         await show_outcome(services, client, ask, outcome, placeholder_ts=placeholder_ts)
-        if not asker.groups <= scope.groups:
+        if not asker.groups <= scope.groups and outcome.route != "conversation":  # "hi" asks nothing
             await _offer_a_private_answer(services, client, ask, asker, outcome)
         return outcome
     except Exception:
