@@ -134,6 +134,17 @@ class Submitter:
                            version=job.version)
 
 
+async def outcome_of_job(job: JobRecord, catalog: Catalog, *, path: str | None = None) -> FileOutcome:
+    """A finished job as a FileOutcome, with its version's passage count from the catalog (the job row
+    does not hold it: a worker in another process, `cairn serve`'s, ran the job)."""
+    chunks = 0
+    if job.version:
+        version = await catalog.get_version(tenant_id=job.tenant_id, doc_id=job.doc_id, version=job.version)
+        chunks = version.chunk_count if version is not None else 0
+    return FileOutcome(path=path or job.source_path, doc_id=job.doc_id, status=job.outcome or job.state,
+                       version=job.version, chunks=chunks, message=job.last_error, job_id=job.job_id)
+
+
 def check_groups(options: DocumentOptions, allowed_groups: Callable[[str], frozenset[str]] | None) -> None:
     if options.groups is None or allowed_groups is None:
         return

@@ -7,6 +7,7 @@ customer audience only; documents ingested without groups are visible to `everyo
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Iterable
@@ -18,7 +19,7 @@ import yaml
 from store.records import Scope
 
 EVERYONE = "everyone"
-RELOAD_CHECK_S = 1.0  # how often a running process looks at the access file's modification time
+RELOAD_CHECK_S = 1.0  # how often a running process compares the access file's content with what it loaded
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +59,18 @@ class AccessPolicy:
     # Where it was read from, so a running process follows edits (refresh); bumped on every reload.
     source: Path | None = field(default=None, compare=False, repr=False)
     generation: int = field(default=0, compare=False)
-    _stamp: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+    _stamp: str | None = field(default=None, compare=False, repr=False)  # the content's digest
     _checked_at: float = field(default=0.0, compare=False, repr=False)
 
     @classmethod
     def load(cls, path: Path | None) -> AccessPolicy:
         if path is None:
             return cls(tenants={"default": frozenset({EVERYONE, "customer"})})
-        stamp = _stamp_of(path)
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            data = path.read_bytes()
+            stamp = _digest(data)
+            raw = yaml.safe_load(data.decode("utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise AccessFileError(f"cannot read access file {path}: {exc}") from exc
         policy = cls.from_mapping(raw)
         object.__setattr__(policy, "source", path)
@@ -268,9 +270,14 @@ class AccessPolicy:
                      display_name=entry.name)
 
 
-def _stamp_of(path: Path) -> tuple[int, int] | None:
+def _stamp_of(path: Path) -> str | None:
+    """The file's content digest: an edit is seen even when it keeps the size and the modification time
+    (a same-length edit restored with `touch -d`, a copy that preserves times)."""
     try:
-        st = path.stat()
+        return _digest(path.read_bytes())
     except OSError:
         return None
-    return st.st_mtime_ns, st.st_size
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

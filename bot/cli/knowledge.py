@@ -21,6 +21,7 @@ from store.jobs import FINAL_STATES, UNFINISHED_STATES, Jobs
 # retrieval.ingest (parsers, numpy) is imported by the commands that ingest, not by `cairn docs`.
 if TYPE_CHECKING:
     from retrieval.ingest import DocumentOptions, FileOutcome, Submitter
+    from store.catalog import Catalog
     from store.records import JobRecord
 
 # "queued" is not among them: a file left queued is work undone, and the exit status says so.
@@ -173,21 +174,20 @@ async def ingest(args: argparse.Namespace, settings: Settings) -> int:
                 except LowDiskError as exc:
                     raise CommandError(f"{exc}. The files stay queued: the next `cairn ingest` of them or "
                                        "`cairn serve` ingests them once space is free.") from exc
-            outcomes = [results.get(o.job_id) or await _not_run(services.jobs, o) if o.job_id else o
+            outcomes = [results.get(o.job_id) or await _not_run(services.jobs, o, services.catalog) if o.job_id else o
                         for o in submitted]
     return _report(outcomes, as_json=args.json)
 
 
-async def _not_run(jobs: Jobs, outcome: FileOutcome) -> FileOutcome:
+async def _not_run(jobs: Jobs, outcome: FileOutcome, catalog: Catalog) -> FileOutcome:
     """A submitted file this run did not ingest: its job's state, and why."""
-    from retrieval.ingest import FileOutcome
+    from retrieval.ingest import FileOutcome, outcome_of_job
 
     job = await jobs.get(job_id=outcome.job_id or "")
     if job is None:
         return outcome
     if job.state in (*FINAL_STATES, "failed"):
-        return FileOutcome(path=outcome.path, doc_id=job.doc_id, status=job.outcome or job.state,
-                           version=job.version, message=job.last_error, job_id=job.job_id)
+        return await outcome_of_job(job, catalog, path=outcome.path)
     return FileOutcome(path=outcome.path, doc_id=job.doc_id, status="queued", job_id=job.job_id,
                        message="not ingested: another live worker is running this job; run the same "
                                "`cairn ingest` again once it has finished")
@@ -196,7 +196,7 @@ async def _not_run(jobs: Jobs, outcome: FileOutcome) -> FileOutcome:
 async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Planned],
                      options: DocumentOptions, *, quiet: bool) -> list[FileOutcome]:
     """The server owns the index: queue the jobs for its worker and follow their rows."""
-    from retrieval.ingest import FileOutcome, Submitter
+    from retrieval.ingest import Submitter, outcome_of_job
 
     async with open_store(settings) as store:
         jobs = store.jobs
@@ -211,10 +211,8 @@ async def _hand_over(settings: Settings, access: AccessPolicy, planned: list[Pla
             while outcome.job_id:
                 job = await jobs.get(job_id=outcome.job_id)
                 if job is None or job.state in (*FINAL_STATES, "failed"):
-                    if job is not None:
-                        outcome = FileOutcome(path=outcome.path, doc_id=job.doc_id,
-                                              status=job.outcome or job.state, version=job.version,
-                                              message=job.last_error, job_id=job.job_id)
+                    if job is not None:  # with the passage count the catalog holds, as `cairn docs` shows it
+                        outcome = await outcome_of_job(job, store.catalog, path=outcome.path)
                     break
                 await asyncio.sleep(0.5)
             final.append(outcome)

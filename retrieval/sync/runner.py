@@ -21,7 +21,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrieval.ingest import WITHDRAWN, DocumentOptions, FileOutcome, Ingestor, ProgressCallback, Submitter
+from retrieval.ingest import (
+    WITHDRAWN,
+    DocumentOptions,
+    FileOutcome,
+    Ingestor,
+    ProgressCallback,
+    Submitter,
+    outcome_of_job,
+)
 from retrieval.sync.directory import DirectoryLister
 from retrieval.sync.files import OutsideSource, read_source_file
 from retrieval.sync.model import CONTENT, ERROR, GONE, NOT_MODIFIED, SKIPPED, Fetched, ListingError
@@ -225,9 +233,7 @@ class SyncRunner:
                 if job is None or job.state in (*FINAL_STATES, "failed"):
                     waiting.remove(job_id)
                     if job is not None:
-                        finals[job_id] = FileOutcome(path=job.source_path, doc_id=job.doc_id,
-                                                     status=job.outcome or job.state, version=job.version,
-                                                     message=job.last_error, job_id=job_id)
+                        finals[job_id] = await outcome_of_job(job, self.catalog)
             if waiting:
                 await asyncio.sleep(self.poll_s)
         return finals
