@@ -111,6 +111,12 @@ class Submitter:
             if not data.strip():
                 raise IngestError("file is empty")
             check_groups(options, self.allowed_groups)
+            twin = (await self.catalog.case_twin(tenant_id=options.tenant_id, doc_id=doc_id)
+                    or await self.jobs.case_twin(tenant_id=options.tenant_id, doc_id=doc_id))
+            if twin is not None:
+                raise IngestError(f"document id {doc_id!r} differs from the existing {twin!r} only in letter case: "
+                                  "on a case-insensitive file system (macOS, Windows) they would be one file. Use "
+                                  f"{twin!r} to replace that document, or choose another id")
         except IngestError as exc:
             return FileOutcome(path=filename, doc_id=doc_id, status="rejected", message=str(exc))
         digest = content_hash(data, options)

@@ -75,6 +75,16 @@ class Catalog:
             row = await cur.fetchone()
         return _version(row) if row else None
 
+    async def case_twin(self, *, tenant_id: str, doc_id: str) -> str | None:
+        """Another document id of the tenant that differs from `doc_id` only in letter case, if any: on a
+        case-insensitive file system (macOS, Windows volumes) their stored originals would be one file."""
+        async with self._conn.execute(
+            "SELECT doc_id FROM documents WHERE tenant_id=? AND doc_id=? COLLATE NOCASE AND doc_id!=? LIMIT 1",
+            (tenant_id, doc_id, doc_id),
+        ) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else None
+
     async def get_version(self, *, tenant_id: str, doc_id: str, version: str) -> VersionRecord | None:
         async with self._conn.execute(
             "SELECT * FROM versions WHERE tenant_id=? AND doc_id=? AND version=?",

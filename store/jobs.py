@@ -279,6 +279,16 @@ class Jobs:
         assert updated is not None
         return updated
 
+    async def case_twin(self, *, tenant_id: str, doc_id: str) -> str | None:
+        """The document id of an unfinished job of the tenant that differs from `doc_id` only in case."""
+        async with self._conn.execute(
+            f"SELECT doc_id FROM ingest_jobs WHERE tenant_id=? AND doc_id=? COLLATE NOCASE AND doc_id!=?"
+            f" AND state IN ({','.join('?' * len(UNFINISHED_STATES))}) LIMIT 1",
+            (tenant_id, doc_id, doc_id, *UNFINISHED_STATES),
+        ) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else None
+
     async def raw_in_use(self, *, raw_path: str, other_than: str) -> bool:
         """Whether a job other than `other_than` that has not finished still reads the original at `raw_path`."""
         async with self._conn.execute(

@@ -112,10 +112,12 @@ def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
         except IngestError as exc:
             planned.append(Planned(file, None, str(exc)))
     planned.extend(outside)
-    counts = Counter(p.doc_id for p in planned if p.doc_id)
+    # Ids that differ only in case are one on a case-insensitive file system (macOS, Windows volumes).
+    counts = Counter(p.doc_id.casefold() for p in planned if p.doc_id)
     return [Planned(p.path, p.doc_id, f"duplicate document id '{p.doc_id}' in this run "
-                                      f"({counts[p.doc_id]} files); give each a distinct name or --doc-id")
-            if p.doc_id and counts[p.doc_id] > 1 else p for p in planned]
+                                      f"({counts[p.doc_id.casefold()]} files, letter case ignored); give each a "
+                                      "distinct name or --doc-id")
+            if p.doc_id and counts[p.doc_id.casefold()] > 1 else p for p in planned]
 
 
 def _options(args: argparse.Namespace, access: AccessPolicy) -> DocumentOptions:
