@@ -9,7 +9,7 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint typecheck bench judge install clean
+.PHONY: run test fuzz lint typecheck bench judge install clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -46,6 +46,12 @@ test: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The fuzz suite for longer than `make test` runs it (CAIRN_FUZZ_EXAMPLES inputs per property, fresh
+# randomness each run); Hypothesis's statistics say how many inputs each property was tried on.
+fuzz: $(TEST_STAMP)
+	CAIRN_FUZZ=long $(BIN)/pytest tests/fuzz tests/bot/http/test_schema_fuzz.py -p no:cacheprovider \
+		--hypothesis-show-statistics -q -rA
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

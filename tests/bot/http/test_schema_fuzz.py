@@ -8,6 +8,8 @@ and event loop as the other tests, so the app's database connection stays on its
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from typing import Any
 
 import httpx
@@ -23,9 +25,12 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.bot.http.conftest import Api
+from tests.fuzz.strategies import hostile_text, json_values, nested
 
 BASE = "http://cairn.test"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# `make fuzz` (CAIRN_FUZZ=long) runs many more cases than `make test`.
+EXAMPLES = int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "400")) if os.environ.get("CAIRN_FUZZ") == "long" else 40
 
 
 def _as_httpx(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +53,7 @@ async def test_generated_requests_never_get_a_server_error(api: Api) -> None:
                       schema.as_strategy(generation_mode=GenerationMode.NEGATIVE))
     statuses: list[int] = []
 
-    @settings(max_examples=40, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=os.environ.get("CAIRN_FUZZ") != "long",
               suppress_health_check=list(HealthCheck))
     @given(case=cases, headers=st.sampled_from(header_sets))
     def run(case: Any, headers: dict[str, str]) -> None:
@@ -62,3 +67,29 @@ async def test_generated_requests_never_get_a_server_error(api: Api) -> None:
     await asyncio.to_thread(run)
     assert statuses and max(statuses) < 500
     assert 200 in statuses  # the valid path was reached, not only the refusals
+
+
+async def test_hostile_raw_bodies_never_get_a_server_error(api: Api) -> None:
+    """Bodies the schema cannot describe: any bytes, lone surrogates as JSON escapes, numbers of 400
+    digits, nesting thousands deep. Each is searched (made safe) or refused with a 4xx."""
+    loop = asyncio.get_running_loop()
+    headers = {**api.headers(ttl=600), "Content-Type": "application/json"}
+    bodies = st.one_of(
+        st.binary(max_size=300),
+        st.fixed_dictionaries({"query": hostile_text}, optional={"topK": json_values}).map(
+            lambda v: json.dumps(v).encode()),
+        json_values.map(lambda v: json.dumps(v).encode()),
+        st.integers(min_value=60, max_value=100_000).map(lambda d: nested(d).encode()))
+    statuses: list[int] = []
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=os.environ.get("CAIRN_FUZZ") != "long",
+              suppress_health_check=list(HealthCheck))
+    @given(body=bodies)
+    def run(body: bytes) -> None:
+        response: httpx.Response = asyncio.run_coroutine_threadsafe(
+            api.client.post("/v1/retrieve", content=body, headers=headers), loop).result(timeout=60)
+        statuses.append(response.status_code)
+        assert response.status_code < 500, (body[:200], response.text)
+
+    await asyncio.to_thread(run)
+    assert statuses and max(statuses) < 500
