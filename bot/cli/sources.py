@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                        "'off' to stop)")
     p.add_argument("--concurrency", type=int, help="websites: requests at a time (default 4)")
     p.add_argument("--delay", type=float, metavar="S", help="websites: seconds between request starts (default 0.025)")
+    p.add_argument("--max-pages", type=int, metavar="N", help="websites: pages and linked files per run (default 500)")
 
     p = add_command(sub, "sources", list_sources, help="the sources kept in sync, their last run and errors")
     p.add_argument("--tenant")
@@ -83,6 +84,8 @@ async def _configure(sources: Sources, args: argparse.Namespace, access: AccessP
         options["concurrency"] = max(1, args.concurrency)
     if args.delay is not None:
         options["delay_s"] = max(0.0, args.delay)
+    if args.max_pages is not None:
+        options["max_pages"] = max(1, args.max_pages)
     return await sources.save(tenant_id=tenant, kind=kind, location=location,
                               groups=groups or (existing.groups if existing else None),
                               owner=args.owner or (existing.owner if existing else None), every_s=every,
