@@ -367,8 +367,8 @@ class WebsiteLister:
             return Fetched(key=key, doc_id=doc_id, result=SKIPPED, url=url,
                            message=f"content type {ctype or 'unknown'} is not synced")
         page = response.text
-        links = self._links(page, url)
-        body = await asyncio.to_thread(main_content, page, url)
+        # Both parse the page (up to max_bytes of it): off the event loop, which answers /healthz and Slack.
+        links, body = await asyncio.to_thread(lambda: (self._links(page, url), main_content(page, url)))
         if body is None:
             return Fetched(key=key, doc_id=doc_id, result=ERROR, url=url, links=links, etag=etag,
                            last_modified=modified, message="no main content found on the page")
