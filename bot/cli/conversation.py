@@ -211,8 +211,7 @@ async def _reply(services: Services, admin: Scope, escalation_id: str, text: str
 
 
 async def _propose(services: Services, admin: Scope, escalation_id: str, text: str | None) -> ProposalRecord:
-    return await file_answer(services.settings, services.store.proposals, conversations=services.store.conversations,
-                             access=services.access, escalation_id=escalation_id, admin=admin, text=text)
+    return await file_answer(services, escalation_id=escalation_id, admin=admin, text=text)
 
 
 def _escalation_line(e: EscalationRecord) -> str:

@@ -20,6 +20,7 @@ from bot.settings import Settings
 from store.access import AccessFileError, AccessPolicy
 
 if TYPE_CHECKING:
+    from bot.services import Services
     from escalations.proposals import AnswerBook
     from retrieval.ingest import DocumentOptions, FileOutcome
     from store.jobs import Jobs
@@ -167,12 +168,13 @@ async def reject(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def file_answer(settings: Settings, store_proposals: object, *, conversations: object, access: AccessPolicy,
-                      escalation_id: str, admin: Scope, text: str | None) -> ProposalRecord:
-    """`--propose` on `cairn reply` / `cairn resolve`: file the escalation's answer for its owner."""
+async def file_answer(services: Services, *, escalation_id: str, admin: Scope, text: str | None) -> ProposalRecord:
+    """`--propose` on `cairn reply` / `cairn resolve`: file the escalation's answer (`text`, else the last one
+    delivered) for its owner."""
     from escalations.proposals import AnswerBook, ProposalError
 
-    book = AnswerBook(proposals=store_proposals, conversations=conversations, access=access)  # type: ignore[arg-type]
+    book = AnswerBook(proposals=services.store.proposals, conversations=services.store.conversations,
+                      access=services.access)
     try:
         proposal, _ = await book.file(escalation_id, admin_id=admin.user_id,
                                       admin_name=admin.display_name or admin.user_id, text=text)

@@ -12,8 +12,8 @@ import pytest
 from tests.bot.cli.conftest import run
 
 QUESTION = "What is the guest wifi password at the Lisbon office?"
-ANSWER = "The Lisbon office guest wifi is LarkspurGuest and the password is printed on the reception desk card."
-SECRET = "LarkspurGuest"
+ANSWER = "The guest wifi password at the Lisbon office is Harbour-2026, on the LarkspurGuest network."
+SECRET = "Harbour-2026"
 
 
 def ask(capsys: pytest.CaptureFixture[str]) -> dict:

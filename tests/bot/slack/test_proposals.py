@@ -8,8 +8,8 @@ from bot.slack.constants import ACTION_APPROVE_ANSWER, ACTION_PROPOSE_ANSWER, AC
 from tests.bot.conftest import ADMIN, BOB, Cairn
 
 QUESTION = "What is the guest wifi password at the Lisbon office?"
-ANSWER = "The Lisbon office guest wifi is LarkspurGuest and the password is printed on the reception desk card."
-SECRET = "LarkspurGuest"
+ANSWER = "The guest wifi password at the Lisbon office is Harbour-2026, on the LarkspurGuest network."
+SECRET = "Harbour-2026"
 OLIVIA = "U0OLIVIA"
 
 
