@@ -81,7 +81,7 @@ def _parse(data: bytes, filename: str) -> ParsedDocument:
     text = decode_text(data)
     if suffix in {".html", ".htm"}:
         return parse_html(text, stem)  # markup is counted by elements, its text by `finish`
-    _budget.check_chars(len(text))
+    _budget.check_chars(len(text), complete=True)
     # Each blank line may start a paragraph: counted before any parser builds them.
     _budget.check_blocks(text.count("\n\n"))
     if suffix == ".txt":

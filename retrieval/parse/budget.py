@@ -32,16 +32,19 @@ _SPLIT = "Split it into smaller documents and upload them separately."
 
 @dataclass(frozen=True)
 class ParseBudget:
-    max_chars: int = 8_400_000  # = 8 × 3,000 passages × 350 new tokens: the passage limit, twice over
+    max_chars: int = 8_400_000  # = 2 × 3,000 passages × 1,400 characters: the passage limit, twice over
     max_blocks: int = 100_000
     max_elements: int = 2_000_000
     max_pages: int = 2_000
     max_unzipped_bytes: int = 64 * 1024 * 1024
+    max_passages: int = 3_000  # CAIRN_MAX_CHUNKS, named in the refusal
+    chars_per_passage: int = 1_400  # about 4 characters a token × the new tokens of a passage
 
     @classmethod
     def for_passages(cls, max_chunks: int, chunk_tokens: int, chunk_overlap: int) -> ParseBudget:
         """The character budget that matches a passage limit (about 4 characters a token, twice over)."""
-        return cls(max_chars=8 * max_chunks * max(chunk_tokens - chunk_overlap, 1))
+        per_passage = 4 * max(chunk_tokens - chunk_overlap, 1)
+        return cls(max_chars=2 * max_chunks * per_passage, max_passages=max_chunks, chars_per_passage=per_passage)
 
 
 DEFAULT_BUDGET = ParseBudget()
@@ -67,11 +70,15 @@ def over(what: str, limit: int, unit: str) -> ParseError:
                       f"document. {_SPLIT}")
 
 
-def check_chars(count: int) -> None:
+def check_chars(count: int, *, complete: bool = False) -> None:
+    """Refuse text past the budget. `complete`: `count` is the whole text (else reading stopped here)."""
     budget = current()
     if count > budget.max_chars:
-        raise ParseError(f"The file holds more than {budget.max_chars:,} characters of text, which would make "
-                         f"far more passages than one document may have (CAIRN_MAX_CHUNKS). {_SPLIT}")
+        estimate = count // budget.chars_per_passage
+        amount = f"about {estimate:,}" if complete else f"more than {estimate:,}"
+        raise ParseError(f"The document would make {amount} passages, over the limit of {budget.max_passages:,} "
+                         f"per document (CAIRN_MAX_CHUNKS): it holds more than {budget.max_chars:,} characters "
+                         f"of text. {_SPLIT}")
 
 
 def check_blocks(count: int) -> None:

@@ -71,7 +71,7 @@ def test_each_budget_stops_the_parser_with_its_name() -> None:
         pdf.cell(text=f"Page {page} says staff park in lot B.")
     cases = [
         (bytes(pdf.output()), "p.pdf", ParseBudget(max_pages=3), "4 pages, over the limit of 3 pages"),
-        (b"# T\n\n" + b"word " * 2000, "t.md", ParseBudget(max_chars=5000), "more than 5,000 characters"),
+        (b"# T\n\n" + b"word " * 2000, "t.md", ParseBudget(max_chars=5000), "holds more than 5,000 characters"),
         (b"<html><body>" + b"<p>x</p>" * 600 + b"</body></html>", "t.html", ParseBudget(max_elements=500),
          "more than 500 elements"),
         (b"<html><body>" + b"<p>x</p>" * 600 + b"</body></html>", "t.html", ParseBudget(max_blocks=500),
