@@ -82,6 +82,10 @@ def _model_checks(settings: Settings) -> list[Check]:
                             "installed" if found else "missing: run `make install`"))
     if settings.rerank_model is not None and not settings.rerank_model.is_dir():
         checks.append(Check("reranker", "fail", f"CAIRN_RERANK_MODEL={settings.rerank_model} is not a directory"))
+    elif settings.rerank_model is not None and importlib.util.find_spec("sentence_transformers") is None:
+        checks.append(Check("reranker", "fail", "CAIRN_RERANK_MODEL needs torch and sentence-transformers, the "
+                                                "`train` extra: pip install torch==2.13.0 --extra-index-url "
+                                                "https://download.pytorch.org/whl/cpu && pip install '.[train]'"))
     return checks
 
 
