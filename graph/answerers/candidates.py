@@ -145,12 +145,8 @@ def _faq_question(line: str) -> str:
     if not last.rstrip("”\"'").endswith(("?", "؟")):
         return ""
     question = _FAQ_MARK.sub("", last).strip(" *_")
-    return question if len(question.split()) >= 3 and _ASKS.match(question) else ""
-
-
-# How an FAQ's question opens (a sentence that ends with one, "… consider this instance: is there …?", is no FAQ's).
-_ASKS = re.compile(r"(?:what|how|when|where|who|whom|whose|why|which|can|could|do|does|did|is|are|was|were|will|"
-                   r"would|should|shall|may|might|must|am|if|هل|ما|ماذا|متى|كيف|كم|أين|لماذا|من|أي)\b", re.IGNORECASE)
+    # A question that follows a lead-in ("… consider this instance: is there …?") is the text's own.
+    return question if len(question.split()) >= 3 and ":" not in question else ""
 
 
 def _names_columns(cells: Sequence[str]) -> bool:

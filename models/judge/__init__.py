@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,6 +83,7 @@ class Judge:
         self.weights_dir = weights_dir
         self._cache: OrderedDict[tuple[str, str, str, bool], float] = OrderedDict()
         self._lock = threading.Lock()
+        self._spent_s = 0.0  # seconds spent reading, all callers together (benchmarks report its share)
         calibration = json.loads((weights_dir / "calibration.json").read_text())
         self._platt = {}
         for name in ("en", "ml"):
@@ -128,6 +130,7 @@ class Judge:
                     out[i] = self._cache[key]
                 elif c.english or (c.vector is not None and question_vector is not None):
                     fresh.append(i)
+        started = time.perf_counter()
         fresh = list(dict.fromkeys(fresh))
         english = sorted((i for i in fresh if candidates[i].english), key=lambda i: -candidates[i].prior)
         if budget is not None:
@@ -149,7 +152,14 @@ class Judge:
                     self._cache[(question, c.heading, c.text, c.english)] = float(out[i])
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
+            self._spent_s += time.perf_counter() - started
         return out
+
+    @property
+    def spent_ms(self) -> float:
+        """Milliseconds spent reading since the judge was loaded (a turn's share: the difference)."""
+        with self._lock:
+            return self._spent_s * 1000
 
     def verdict(self, question: str, candidates: Sequence[Candidate], *, budget: int | None = None,
                 question_vector: np.ndarray | None = None, max_quoted: int = MAX_QUOTED) -> Verdict:

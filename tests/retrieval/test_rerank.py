@@ -20,6 +20,7 @@ from retrieval.rerank import (
     COVERAGE_FLOOR,
     Candidate,
     CrossEncoderReranker,
+    JudgeReranker,
     SentenceReranker,
     best_sentence,
     build_reranker,
@@ -101,8 +102,27 @@ def test_best_sentence_picks_the_answering_sentence(embedder: Embedder) -> None:
     assert best_sentence(cand.vectors, [0.0] * 10) is None  # wrong dimension: no comparison
 
 
-def test_default_reranker_is_the_sentence_reranker() -> None:
+def test_without_a_judge_the_reranker_is_the_cheap_one() -> None:
     assert isinstance(build_reranker(None), SentenceReranker)
+
+
+def test_the_judge_reranks_on_each_chunk_s_best_sentence(embedder: Embedder) -> None:
+    from models.judge import shared_judge
+
+    reranker = build_reranker(None, judge=shared_judge())
+    assert isinstance(reranker, JudgeReranker) and reranker.name.startswith("judge:")
+    cands = candidates(embedder, TEXTS)
+    for question, best in (("What is the hotel limit in Boston?", 0), ("How fast may forklifts drive?", 1),
+                           ("How many days do I have to return an item?", 2)):
+        scores = reranker.score(query=question, query_vecs=query(embedder, question), language="en",
+                                candidates=cands)
+        assert int(np.argmax(scores)) == best, (question, scores)
+        assert all(0.0 <= s <= 1.0 for s in scores)
+    # a chunk the judge may not read (its budget spent) ranks under every chunk it read
+    stingy = JudgeReranker(shared_judge(), reads=1)
+    question = "Is there a forklift speed limit?"
+    scores = stingy.score(query=question, query_vecs=query(embedder, question), language="en", candidates=cands)
+    assert sorted(scores)[-1] > 0.01 >= sorted(scores)[-2]
 
 
 # -- CrossEncoder from a local directory ---------------------------------------------------------
