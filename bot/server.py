@@ -199,7 +199,8 @@ class SlackLink:
             await handler.connect_async()
         except BaseException:
             with contextlib.suppress(Exception):
-                await handler.close_async()
+                async with asyncio.timeout(10):
+                    await handler.close_async()
             raise
         self.socket_handler = handler
 

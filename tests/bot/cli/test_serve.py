@@ -227,3 +227,25 @@ async def test_serve_http_keeps_serving_while_slack_is_unreachable(
             os.kill(os.getpid(), signal.SIGTERM)
             await asyncio.wait_for(server, 60)
     assert not server_file(settings).exists()
+
+
+async def test_socket_mode_is_retried_until_slack_lets_it_connect(cairn: Cairn) -> None:
+    settings = cairn.settings.model_copy(update={"slack_app_token": "xapp-test"})
+    cairn.fake.fail_next("apps.connections.open", error="internal_error", times=2)
+    stop = asyncio.Event()
+    port = free_port()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(server_process, "SLACK_RETRY_FIRST_S", 0.1)
+        server = asyncio.create_task(server_process.run_server(settings, cairn.services, mode="socket",
+                                                              host="127.0.0.1", port=port, stop=stop))
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                await wait_healthy(client, server)
+                # Two refusals, then the third attempt connects; the server served all along.
+                await cairn.fake.wait_for("apps.connections.open", count=3, within=60)
+                assert (await client.get("/healthz")).status_code == 200
+            envelope = await cairn.fake.send_socket_event(dm_event("hello", "1699000003.000100"))
+            await cairn.fake.wait_for("socket_ack", lambda c: c.params.get("envelope_id") == envelope)
+        finally:
+            stop.set()
+            await asyncio.wait_for(server, 60)
