@@ -93,7 +93,8 @@ def test_manifest_installs_what_the_listeners_need() -> None:
     manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     assert {"app_mentions:read", "chat:write", "im:history", "im:write", "mpim:history", "mpim:read",
-            "channels:history", "channels:read", "groups:history", "groups:read", "users:read", "usergroups:read",
+            "channels:history", "channels:join", "channels:read", "groups:history", "groups:read", "users:read",
+            "usergroups:read",
             "files:read", "files:write", "reactions:write", "commands"} == scopes
     settings = manifest["settings"]
     assert set(settings["event_subscriptions"]["bot_events"]) == {
