@@ -27,7 +27,7 @@ from store.records import EscalationRecord
 log = logging.getLogger(__name__)
 
 
-def _clicked(body: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
+def clicked(body: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
     """(user id, button value, channel, message ts) of a block_actions payload."""
     action = (body.get("actions") or [{}])[0]
     channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
@@ -35,7 +35,7 @@ def _clicked(body: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
     return str(body["user"]["id"]), str(action.get("value") or ""), channel, ts
 
 
-async def _tell(client: AsyncWebClient, *, channel: str | None, user: str, text: str,
+async def tell_clicker(client: AsyncWebClient, *, channel: str | None, user: str, text: str,
                 thread_ts: str | None = None) -> None:
     """A note only the clicker sees."""
     if not channel:
@@ -46,26 +46,26 @@ async def _tell(client: AsyncWebClient, *, channel: str | None, user: str, text:
         log.info("chat.postEphemeral failed: %s", exc)
 
 
-def _reporter(client: AsyncWebClient, body: dict[str, Any]) -> Callable[[], Awaitable[None]]:
+def failure_reporter(client: AsyncWebClient, body: dict[str, Any]) -> Callable[[], Awaitable[None]]:
     """What a failed button says to the person who pressed it."""
     async def report() -> None:
-        user_id, _, channel, _ = _clicked(body)
-        await _tell(client, channel=channel, user=user_id, text="Sorry, something went wrong on my side; "
+        user_id, _, channel, _ = clicked(body)
+        await tell_clicker(client, channel=channel, user=user_id, text="Sorry, something went wrong on my side; "
                                                                 "please try again.")
     return report
 
 
 async def talk_to_person(services: SlackServices, body: dict[str, Any], client: AsyncWebClient) -> None:
-    async with services.work.run("talk_to_person button", _reporter(client, body)):
-        user_id, session_id, channel, message_ts = _clicked(body)
+    async with services.work.run("talk_to_person button", failure_reporter(client, body)):
+        user_id, session_id, channel, message_ts = clicked(body)
         parts = parse_session_id(session_id)
         if parts is None:
-            await _tell(client, channel=channel, user=user_id, text="I can't find that conversation any more.")
+            await tell_clicker(client, channel=channel, user=user_id, text="I can't find that conversation any more.")
             return
         team_id, session_channel, thread_ts = parts
         click_key = f"talk:{session_id}:{message_ts}"
         if not await first_delivery(services.core, click_key):
-            await _tell(client, channel=session_channel, user=user_id, thread_ts=thread_ts,
+            await tell_clicker(client, channel=session_channel, user=user_id, thread_ts=thread_ts,
                         text="I've already passed this conversation to a person.")
             return
         await answer_in_thread(services, client, Ask(
@@ -76,15 +76,15 @@ async def talk_to_person(services: SlackServices, body: dict[str, Any], client: 
 
 
 async def feedback(services: SlackServices, body: dict[str, Any], client: AsyncWebClient) -> None:
-    async with services.work.run("feedback button", _reporter(client, body)):
+    async with services.work.run("feedback button", failure_reporter(client, body)):
         conversations = services.core.conversations
-        user_id, turn_id, channel, message_ts = _clicked(body)
+        user_id, turn_id, channel, message_ts = clicked(body)
         value = 1 if body["actions"][0]["action_id"] == ACTION_FEEDBACK_UP else -1
         if await conversations.get_turn(turn_id=turn_id) is None:
             return
         await conversations.record_feedback(turn_id=turn_id, user_id=user_id, value=value)
         thread_ts = (body.get("message") or {}).get("thread_ts") or message_ts
-        await _tell(client, channel=channel, user=user_id, thread_ts=thread_ts,
+        await tell_clicker(client, channel=channel, user=user_id, thread_ts=thread_ts,
                     text="Thanks, your feedback was recorded." if value > 0
                     else "Thanks, your feedback was recorded. Press *Talk to a person* if you still need help.")
 
@@ -94,18 +94,18 @@ async def _press(services: SlackServices, body: dict[str, Any], client: AsyncWeb
                  closed_as: Callable[[EscalationRecord], str]) -> None:
     """Resolve and Claim on an escalation thread: for those who may handle it, and a second press says
     who was first."""
-    async with services.work.run(f"{verb} button", _reporter(client, body)):
-        user_id, escalation_id, channel, _ = _clicked(body)
+    async with services.work.run(f"{verb} button", failure_reporter(client, body)):
+        user_id, escalation_id, channel, _ = clicked(body)
         escalation = await services.desk.get(escalation_id)
         if escalation is None:
             return
         scope = await services.identity.resolve(user_id, event_team_id=(body.get("user") or {}).get("team_id"))
         if not services.desk.may_handle(scope, escalation):
-            await _tell(client, channel=channel, user=user_id, text=f"Only Cairn admins can {verb} escalations.")
+            await tell_clicker(client, channel=channel, user=user_id, text=f"Only Cairn admins can {verb} escalations.")
             return
         closing = await close(services.desk, escalation_id, user_id)
         if closing.result == "already" and closing.escalation is not None:
-            await _tell(client, channel=channel, user=user_id,
+            await tell_clicker(client, channel=channel, user=user_id,
                         text=f"{escalation_id} is already {closed_as(closing.escalation)}.")
 
 

@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.constants import ACTION_APPROVE_ANSWER, ACTION_PROPOSE_ANSWER, ACTION_REJECT_ANSWER
 from bot.slack.context import SlackServices
 from bot.slack.intake import ack_now, bind
-from bot.slack.listeners.actions import _clicked, _reporter, _tell
+from bot.slack.listeners.actions import clicked, failure_reporter, tell_clicker
 from bot.slack.proposal_views import build_proposal_decided, build_proposal_request
 from escalations.proposals import AnswerBook, ProposalError
 from retrieval.ingest import DocumentOptions, FileOutcome
@@ -39,29 +39,29 @@ def _book(services: SlackServices, requested_by: str) -> AnswerBook:
 
 
 async def propose(services: SlackServices, body: dict[str, Any], client: AsyncWebClient) -> None:
-    async with services.work.run("file answer button", _reporter(client, body)):
-        user_id, escalation_id, channel, message_ts = _clicked(body)
+    async with services.work.run("file answer button", failure_reporter(client, body)):
+        user_id, escalation_id, channel, message_ts = clicked(body)
         thread_ts = (body.get("message") or {}).get("thread_ts") or message_ts
         escalation = await services.desk.get(escalation_id)
         if escalation is None:
             return
         scope = await services.identity.resolve(user_id, event_team_id=(body.get("user") or {}).get("team_id"))
         if not services.desk.may_handle(scope, escalation):
-            await _tell(client, channel=channel, user=user_id, thread_ts=thread_ts,
+            await tell_clicker(client, channel=channel, user=user_id, thread_ts=thread_ts,
                         text="Only Cairn admins can file an escalation's answer.")
             return
         try:
             proposal, created = await _book(services, user_id).file(
                 escalation_id, admin_id=user_id, admin_name=scope.display_name or user_id)
         except ProposalError as exc:
-            await _tell(client, channel=channel, user=user_id, thread_ts=thread_ts, text=str(exc))
+            await tell_clicker(client, channel=channel, user=user_id, thread_ts=thread_ts, text=str(exc))
             return
         if not created:
-            await _tell(client, channel=channel, user=user_id, thread_ts=thread_ts,
+            await tell_clicker(client, channel=channel, user=user_id, thread_ts=thread_ts,
                         text=f"This answer was already filed ({proposal.proposal_id}, {proposal.status}).")
             return
         where = await _ask_owner(client, proposal, fallback=(escalation.channel, escalation.thread_ts))
-        await _tell(client, channel=channel, user=user_id, thread_ts=thread_ts,
+        await tell_clicker(client, channel=channel, user=user_id, thread_ts=thread_ts,
                     text=f"Filed as proposed answer {proposal.proposal_id}"
                          + (f" for {where}" if where else "") + ": nobody is shown it until it is approved.")
 
@@ -88,8 +88,8 @@ async def _ask_owner(client: AsyncWebClient, proposal: Any, *, fallback: tuple[s
 
 
 async def decide(services: SlackServices, body: dict[str, Any], client: AsyncWebClient) -> None:
-    async with services.work.run("proposal decision button", _reporter(client, body)):
-        user_id, proposal_id, channel, message_ts = _clicked(body)
+    async with services.work.run("proposal decision button", failure_reporter(client, body)):
+        user_id, proposal_id, channel, message_ts = clicked(body)
         approving = body["actions"][0]["action_id"] == ACTION_APPROVE_ANSWER
         scope = await services.identity.resolve(user_id, event_team_id=(body.get("user") or {}).get("team_id"))
         book = _book(services, user_id)
@@ -97,7 +97,7 @@ async def decide(services: SlackServices, body: dict[str, Any], client: AsyncWeb
             decision = (await book.approve(proposal_id, approver=scope) if approving
                         else await book.reject(proposal_id, decider=scope))
         except ProposalError as exc:
-            await _tell(client, channel=channel, user=user_id, text=str(exc))
+            await tell_clicker(client, channel=channel, user=user_id, text=str(exc))
             return
         outcome = decision.outcome
         note = "" if outcome is None or outcome.status == "published" else f" ({outcome.status})"
