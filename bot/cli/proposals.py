@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "document answers/ID and cited like any other.")
     p.add_argument("--all", action="store_true", help="also those approved or rejected")
     p.add_argument("--tenant", help="one tenant's only")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions = p.add_subparsers(dest="action", metavar="[approve ID | reject ID]")
     for name, handler, what in (("approve", approve, "ingest it as a document (an owner of its groups or an "
                                                        "admin)"),
                                 ("reject", reject, "never ingest it")):
