@@ -90,7 +90,7 @@ def plan_files(paths: list[Path], doc_id: str | None) -> list[Planned]:
         if not path.exists():
             found.append((path, path.parent))
         elif path.is_dir():  # only regular files inside the directory: no symlinks out, no devices
-            files, skipped = list_source_files(path, SUPPORTED_SUFFIXES)
+            files, skipped = list_source_files(path, None)  # every file: an unsupported one gets its line
             found.extend((f, path) for f in files)
             outside.extend(Planned(s.path, None, s.reason) for s in skipped)
         else:

@@ -61,9 +61,10 @@ def check_file(root: Path, path: Path, *, same_mount: bool = True) -> str | None
     return None
 
 
-def list_source_files(root: Path, suffixes: set[str] | frozenset[str]) -> tuple[list[Path], list[SkippedFile]]:
+def list_source_files(root: Path, suffixes: set[str] | frozenset[str] | None) -> tuple[list[Path], list[SkippedFile]]:
     """Regular files under `root` (not following directory symlinks, hidden entries left out) whose
-    suffix is in `suffixes`, sorted; and every entry with such a suffix that was skipped, with why.
+    suffix is in `suffixes` (None: any), sorted; and every entry with such a suffix that was skipped,
+    with why.
 
     Raises OSError when the folder itself cannot be listed."""
     files: list[Path] = []
@@ -71,7 +72,7 @@ def list_source_files(root: Path, suffixes: set[str] | frozenset[str]) -> tuple[
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_raise):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
-            if name.startswith(".") or Path(name).suffix.lower() not in suffixes:
+            if name.startswith(".") or (suffixes is not None and Path(name).suffix.lower() not in suffixes):
                 continue
             path = Path(dirpath) / name
             reason = check_file(root, path)
