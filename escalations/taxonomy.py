@@ -89,6 +89,9 @@ class TaxonomyError(ValueError):
 @dataclass(frozen=True)
 class Taxonomy:
     topics: tuple[Topic, ...]
+    # Below this cosine a conversation is near no topic: "other" when the list has it (None: the
+    # classifier's own default)
+    min_similarity: float | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -28,12 +28,15 @@ async def test_the_tenants_documents_are_its_topics(handbook: Services) -> None:
     classifier = EmbeddingTopicClassifier(embedder=handbook.embedder, taxonomy=DEFAULT_TAXONOMY)
     by_documents = {q: classifier.nearest([q], taxonomy=taxonomy)[0] for q in (
         "Can I return a tent I bought online?", "Is there a staff discount in the store?",
-        "What is the nightly hotel limit in Tokyo?", "Can I bring my dog to the office?")}
+        "What is the nightly hotel limit in Tokyo?", "Can I bring my dog to the office?",
+        "How do stock options vest at Larkspur?", "I want to talk to a person, please.")}
     assert by_documents == {
         "Can I return a tent I bought online?": "Returns and Refunds FAQ for Customers",
         "Is there a staff discount in the store?": "Store Operations Standards",
         "What is the nightly hotel limit in Tokyo?": "Travel and Expenses Policy",
-        "Can I bring my dog to the office?": "Offices and Facilities Guide"}
+        "Can I bring my dog to the office?": "Offices and Facilities Guide",
+        # no document covers them (and MiniLM never lands on an Arabic title it cannot read)
+        "How do stock options vest at Larkspur?": "other", "I want to talk to a person, please.": "other"}
     # the fixed list calls a staff discount a return: what the documents' own titles put right
     assert classifier.nearest(["Is there a staff discount in the store?"])[0] == "returns"
 
