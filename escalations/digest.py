@@ -310,7 +310,7 @@ def render_markdown(d: Digest, *, chart_file: str | None = None) -> str:
         lines.append(f"\n…and {len(d.backlog) - BACKLOG_SHOWN} more (`cairn escalations --json`).")
     if d.restricted:
         lines += ["", f"## In a document the asker may not read ({len(d.restricted)})", "",
-                  "Not a gap in the knowledge base: widen the document's groups if these askers should read it."]
+                  "Not a gap in the knowledge base: widen the document's groups if these askers should read it.", ""]
     for i, restricted in enumerate(d.restricted[:BACKLOG_SHOWN], 1):
         thread = f"[thread]({restricted.link})" if restricted.link else f"`{restricted.escalation_id}`"
         lines.append(f"{i}. **{_md(restricted.question)}** — would have been answered by "
