@@ -102,12 +102,11 @@ _FIXED: dict[str, dict[str, str]] = {
               "الموظفين.",
     },
     "capabilities": {
-        "en": "I answer questions about our policies (travel, expenses, leave, security and the like) using only "
-              "the approved documents, and I cite the document behind every sentence. When they don't answer "
+        "en": "I answer questions about our policies using only the approved documents, and I cite the document "
+              "behind every sentence. When they don't answer "
               "your question, I pass it to a person, who replies here. You can also say \"I want to talk to a "
               "person\" at any time.",
-        "ar": "أجيب عن الأسئلة المتعلقة بسياساتنا (السفر والمصروفات والإجازات والأمن وما شابه) من المستندات "
-              "المعتمدة فقط، وأذكر المستند الذي تستند إليه كل جملة. وإذا لم تجب المستندات عن سؤالك أحلته إلى أحد "
+        "ar": "أجيب عن الأسئلة المتعلقة بسياساتنا من المستندات المعتمدة فقط، وأذكر المستند الذي تستند إليه كل جملة. وإذا لم تجب المستندات عن سؤالك أحلته إلى أحد "
               "الموظفين ليرد عليك هنا. ويمكنك أيضًا أن تقول \"أريد التحدث مع شخص\" في أي وقت.",
     },
     "chase": {  # "any update?" with nothing open
