@@ -5,7 +5,8 @@ candidate sentences (graph/answerers/candidates.py); the judge (models/judge) sc
 question and decides: the best sentence, with the other sentences of its passage it also reads as
 answering, or no answer (`below_score_floor`, with the judge's reason). The judge reads at most
 READS new sentences a turn, the best by a cheap prior (the MiniLM cosine of the standalone vectors
-the server prepares, `prepare_answer_vectors`, else the pooled ones stored at ingestion); a pair with
+the server prepares, `prepare_answer_vectors`, else the pooled ones stored at ingestion, plus the
+share of the question's terms the sentence holds); a pair with
 an Arabic side is read from multilingual vectors, all of them (that reader costs microseconds).
 
 Where the passages are several organisations' (a tenant holding several companies' handbooks, and a
@@ -48,6 +49,9 @@ MAX_PASSAGES = 3
 MAX_SENTENCES = 3
 # New (question, sentence) pairs the English reader reads per turn, besides those the reranker read.
 READS = 10
+# The English reader's shortlist is ordered by the cosine plus this much of the share of the question's
+# terms the sentence (with its section) holds: a sentence that names what was asked is read first.
+TERM_PRIOR = 0.5
 ORGANISATION_SENTENCES = 2  # sentences quoted for each organisation
 MAX_ORGANISATIONS = 3
 RECENT_CHOICES = 32  # choices of sentences kept per answerer: the gate's and the answer's are one
@@ -191,9 +195,15 @@ class ExtractiveAnswerer:
         if any(english):
             vecs = {**await self._stored(passages, DENSE_SIZES[DENSE]), **await self._prepared(passages)}
             q = np.asarray(self.embedder.encode_sentences([question]), dtype=np.float32)[0]  # cached by the search
+            asked = self.embedder.terms(question)
             for i, s in enumerate(sentences):
-                if english[i] and s.scored_text in vecs:
+                if not english[i]:
+                    continue
+                if s.scored_text in vecs:
                     priors[i] = float(vecs[s.scored_text] @ q)
+                if asked:  # the share of the question's BM25 terms (stemmed, stopwords out) the sentence holds
+                    held = self.embedder.terms(f"{passages[s.passage].heading} {s.scored_text}")
+                    priors[i] += TERM_PRIOR * len(asked & held) / len(asked)
         ml: dict[str, np.ndarray] = {}
         if not all(english):
             ml = {**await self._stored(passages, DENSE_SIZES[DENSE_ML]),

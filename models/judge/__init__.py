@@ -44,7 +44,7 @@ WEIGHTS = Path(__file__).resolve().parent / "weights"
 CACHE_SIZE = 20_000
 # Quoted beside the best sentence: another sentence of its passage the judge reads as answering,
 # at least this probability and within SCOPE_MARGIN of the best (calibration.json may set both).
-SCOPE_FLOOR = 0.5
+SCOPE_FLOOR = 0.25
 SCOPE_MARGIN = 0.35
 MAX_QUOTED = 3
 

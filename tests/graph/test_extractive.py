@@ -11,7 +11,7 @@ from bot.services import Services
 from graph.answerers import AnswerRequest
 from graph.answerers.candidates import CANDIDATE_SCHEME, prepare_answer_vectors
 from graph.answerers.extractive import ExtractiveAnswerer
-from models.judge import shared_judge
+from models.judge import Judge, shared_judge
 from retrieval.embed import Embedder
 from retrieval.search import Passage
 
@@ -75,8 +75,12 @@ async def test_passages_that_do_not_answer_give_no_draft_and_the_judge_s_reason(
 async def test_a_line_break_written_as_html_in_a_table_cell_is_shown_as_a_separator(embedder: Embedder) -> None:
     text = ("Leave > Pay\nLeave | Pay while away\nMedical leave | 100% for 4 weeks<br>Then 60% for 8 weeks<br/>"
             "After 12 weeks: unpaid\n")
-    shown = await _shown(embedder, "How am I paid during medical leave?",
-                         _passage("hr/leave-pay", "Leave", text, heading="Leave > Pay"))
+    judge = Judge()
+    judge.answerable_at = 0.0  # whatever the judge makes of it: this is about how a quoted row is shown
+    request = AnswerRequest(question="How am I paid during medical leave?", language="en",
+                            passages=[_passage("hr/leave-pay", "Leave", text, heading="Leave > Pay")], min_score=0.1,
+                            messages=[])
+    shown = str((await ExtractiveAnswerer(embedder=embedder, judge=judge).respond(request)).message.content)
     assert "100% for 4 weeks; Then 60% for 8 weeks; After 12 weeks: unpaid" in shown and "<br" not in shown, shown
 
 
