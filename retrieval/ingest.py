@@ -16,7 +16,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -176,6 +176,8 @@ class Ingestor:
     max_chunks: int = 3000  # passages per document; more is refused with a clear message
     job_timeout_s: float = 900.0  # one job's parse, chunk and embed budget
     cancel_poll_s: float = 1.0  # how often a running job looks whether it was cancelled
+    lanes: int = 2  # jobs run at once, so one large upload never holds up the small ones behind it
+    _index_writes: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False, compare=False)
 
     @property
     def parse_budget(self) -> ParseBudget:
@@ -194,28 +196,50 @@ class Ingestor:
 
     async def run_pending(self, *, on_progress: ProgressCallback | None = None,
                           only: Sequence[str] | None = None) -> list[FileOutcome]:
-        """Run every runnable job (or just `only`) to a final or failed state, oldest first.
+        """Run every runnable job (or just `only`) to a final or failed state, oldest first, `lanes` at
+        a time (never two of one document at once); the outcomes in the order the jobs were taken.
 
-        Raises `LowDiskError` before claiming a job while less than `min_free_mb` is free; the jobs
-        not started stay queued for the next run."""
-        results: list[FileOutcome] = []
-        seen: set[str] = set()
+        Raises `LowDiskError` before claiming a job while less than `min_free_mb` is free (after the
+        jobs already running have finished); the jobs not started stay queued for the next run."""
+        outcomes: dict[str, FileOutcome] = {}
+        taken: list[str] = []
         # This process holds the index: a job leased by a worker of this host that has died (kill -9,
         # a crash) is resumed now, not when its lease runs out.
         reclaimed = await self.jobs.reclaim_dead_leases()
         if reclaimed:
             log.info("resuming %d job(s) whose worker died: %s", len(reclaimed), ", ".join(reclaimed))
-        while True:
-            # Jobs stay queued while the disk is nearly full: growing the index then would crash.
-            ensure_free(self.raw_root, self.min_free_mb)
-            # Each job at most once per run: one that fails and falls due again waits for the next run.
-            job = await self.jobs.claim_next(exclude=tuple(seen), only=only)
-            if job is None:
-                break
-            seen.add(job.job_id)
-            results.append(await self.run_job(job, on_progress=on_progress))
+        running: dict[asyncio.Future[FileOutcome], JobRecord] = {}
+        low_disk: Exception | None = None
+        try:
+            while True:
+                job = None
+                if len(running) < max(self.lanes, 1) and low_disk is None:
+                    try:
+                        # Jobs stay queued while the disk is nearly full: growing the index then would crash.
+                        ensure_free(self.raw_root, self.min_free_mb)
+                    except Exception as exc:  # LowDiskError: raised once the running jobs are done
+                        low_disk = exc
+                    else:
+                        # Each job at most once per run: one that fails and falls due again waits for the next.
+                        job = await self.jobs.claim_next(
+                            exclude=tuple(taken), only=only,
+                            busy_documents=[(j.tenant_id, j.doc_id) for j in running.values()])
+                if job is not None:
+                    taken.append(job.job_id)
+                    running[asyncio.ensure_future(self.run_job(job, on_progress=on_progress))] = job
+                    continue
+                if not running:
+                    break
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    outcomes[running.pop(task).job_id] = task.result()
+        finally:
+            for task in running:
+                task.cancel()
+        if low_disk is not None:
+            raise low_disk
         await self.cleanup()
-        return results
+        return [outcomes[job_id] for job_id in taken]
 
     async def run_job(self, job: JobRecord, *, on_progress: ProgressCallback | None = None) -> FileOutcome:
         async def step(state: str, version: str | None = None, outcome: str | None = None) -> None:
@@ -295,7 +319,8 @@ class Ingestor:
                 await self.catalog.store_vectors(rows=[vector_row(c.chunk_id, e)
                                                        for c, e in zip(batch, embedded, strict=True)])
             await step("indexing", version)
-            await asyncio.to_thread(self.index.upsert, points)
+            async with self._index_writes:
+                await asyncio.to_thread(self.index.upsert, points)
             manifest = await self.catalog.manifest(tenant_id=job.tenant_id, doc_id=job.doc_id, version=version)
             present = await asyncio.to_thread(self.index.existing, manifest)
             missing = set(manifest) - present

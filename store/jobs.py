@@ -141,11 +141,13 @@ class Jobs:
         return _job(row) if row else None
 
     async def claim_next(self, *, now: datetime | None = None, exclude: Sequence[str] = (),
-                         only: Sequence[str] | None = None) -> JobRecord | None:
+                         only: Sequence[str] | None = None,
+                         busy_documents: Sequence[tuple[str, str]] = ()) -> JobRecord | None:
         """The oldest runnable job: queued, failed and due for retry, or left mid-way by a crash.
 
         `exclude` / `only` filter before the lease is taken, so a job a worker will not run is
-        never leased (nor its attempts counted) by claiming it. A job already claimed `max_attempts`
+        never leased (nor its attempts counted) by claiming it; so does `busy_documents` ((tenant, doc)
+        pairs whose job another lane of this worker is running: one job of a document at a time). A job already claimed `max_attempts`
         times whose last run never reached an end (its worker died or hung: only `fail` records a
         failure) is dead-lettered here instead of being run again.
         """
@@ -161,6 +163,9 @@ class Jobs:
         if only is not None:
             sql += f" AND job_id IN ({','.join('?' * len(only))})"
             args.extend(only)
+        for tenant_id, doc_id in busy_documents:
+            sql += " AND NOT (tenant_id=? AND doc_id=?)"
+            args.extend((tenant_id, doc_id))
         holder = lease_holder()
         while True:
             async with transaction(self._conn) as conn:

@@ -102,3 +102,18 @@ async def test_cancelling_a_running_job_stops_it_within_seconds(services: Servic
     assert result.status == "cancelled"
     assert await services.catalog.get_document(tenant_id=TENANT, doc_id="ops/manual") is None or \
         (await services.catalog.get_document(tenant_id=TENANT, doc_id="ops/manual")).current_version is None  # type: ignore[union-attr]
+
+
+async def test_a_long_job_does_not_hold_up_the_small_ones_behind_it(services: Services) -> None:
+    await submit(services, long_markdown(120), "ops/manual", "manual.md")  # taken first, embeds for a while
+    await submit(services, GOOD, "ops/dock", "dock.md")
+    published_at: dict[str, float] = {}
+
+    def progress(job: object, state: str) -> None:
+        if state == "published":
+            published_at[job.doc_id] = time.monotonic()  # type: ignore[attr-defined]
+
+    results = await services.ingestor.run_pending(on_progress=progress)
+    assert [r.doc_id for r in results] == ["ops/manual", "ops/dock"]  # in the order they were taken
+    assert all(r.status == "published" for r in results), results
+    assert published_at["ops/dock"] < published_at["ops/manual"]  # the small one did not wait
