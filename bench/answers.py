@@ -51,7 +51,7 @@ from bench.answer_scoring import contains_fact
 from bench.report import log, percentile, table, target
 from bench.workspace import Workspace
 from bot.services import Services
-from graph.answerers.candidates import prepare_answer_vectors
+from graph.answerers.extractive import prepare_answer_vectors
 from models import splits
 from retrieval.search import FINAL_K, FUSE_K, Passage
 from store.records import Scope

@@ -29,7 +29,7 @@ from bench import datasets as ds
 from bench.evaluate import MODES
 from bench.report import log, percentile, table, target
 from bench.workspace import Doc, Workspace
-from graph.answerers.candidates import prepare_answer_vectors
+from graph.answerers.extractive import prepare_answer_vectors
 from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Sparse
 from retrieval.search import FETCH_K, FINAL_K, rrf_fuse
 

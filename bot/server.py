@@ -28,7 +28,7 @@ from bot.services import Services, server_file
 from bot.settings import Settings
 from bot.slack.job_status import JobStatusNotifier
 from bot.slack.preflight import SLACK_UNREACHABLE, describe_network_error, log_checks, slack_checks
-from graph.answerers.candidates import prepare_answer_vectors
+from graph.answerers.extractive import prepare_answer_vectors
 from store.disk import LowDiskError
 
 if TYPE_CHECKING:  # imported where they are built: a CLI command need not load them

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
@@ -128,7 +127,6 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
     from graph.checkpoint import open_checkpointer
     from graph.followup import embedding_follow_up
     from graph.runner import ConversationRunner
-    from models.judge import shared_judge
     from retrieval.conflicts import detect_conflicts
     from retrieval.index import open_index
     from retrieval.ingest import Ingestor
@@ -153,23 +151,20 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
         await store.relays.setup()
         await store.proposals.setup()
         metrics = Metrics()
-        judge = shared_judge()
         searcher = Searcher(index=index, catalog=catalog, embedder=embedder,
-                            reranker=build_reranker(settings.rerank_model, judge=judge),
-                            min_score=settings.rerank_min_score,
+                            reranker=build_reranker(settings.rerank_model), min_score=settings.rerank_min_score,
                             leg_timeout_s=settings.leg_timeout_s, rerank_timeout_s=settings.rerank_timeout_s,
                             metrics=metrics)
         if warm:
             # Models and index legs loaded now, not by the first question (a cold first inference on
             # a busy machine takes seconds and would count against that question's budgets).
             await searcher.warm_up()
-            await asyncio.to_thread(judge.warm_up)
         ingestor = Ingestor(catalog=catalog, jobs=jobs, index=index, embedder=embedder,
                             raw_root=settings.raw_path, max_bytes=settings.max_file_bytes,
                             chunk_tokens=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
                             allowed_groups=access.groups_of, min_free_mb=settings.min_free_disk_mb,
                             max_chunks=settings.max_chunks, job_timeout_s=settings.job_timeout_s)
-        answerer = build_answerer(embedder=embedder, judge=judge, stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids),
+        answerer = build_answerer(embedder=embedder, stored_vectors=lambda ids: catalog.load_vectors(chunk_ids=ids),
                                   prepared_vectors=lambda ids: catalog.load_answer_vectors(chunk_ids=ids),
                                   chat_model=settings.chat_model,
                                   base_url=settings.openai_base_url, api_key=settings.openai_api_key,

@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     qdrant_collection: str = Field(default="cairn", alias="QDRANT_COLLECTION")
 
     rerank_model: Path | None = Field(default=None, alias="CAIRN_RERANK_MODEL")
-    rerank_min_score: float = Field(default=0.0, alias="RERANK_MIN_SCORE")
+    rerank_min_score: float = Field(default=0.32, alias="RERANK_MIN_SCORE")
     multilingual_dense: bool = Field(default=True, alias="CAIRN_MULTILINGUAL_DENSE")
     leg_timeout_s: float = Field(default=2.0, alias="CAIRN_LEG_TIMEOUT")
     rerank_timeout_s: float = Field(default=2.0, alias="CAIRN_RERANK_TIMEOUT")

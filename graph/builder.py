@@ -36,8 +36,7 @@ from graph.nodes.reasons import (
     set_retrieval_unavailable,
 )
 from graph.nodes.tools import ConflictCheck, make_tools
-from graph.nodes.validate import make_validate
-from graph.restricted import restricted_passages
+from graph.nodes.validate import validate
 from graph.routing import route_after_agent, route_after_tools, route_after_validate
 from graph.state import ConversationState, PauseCheck
 from graph.timings import inline_router, timed_call, timed_node
@@ -59,15 +58,14 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
         "tools": make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused,
                             conflict_check=timed_call("conflicts", conflict_check) if conflict_check else None,
                             closest_sentence=getattr(extractive, "closest_sentence", None),
-                            judge_passages=getattr(extractive, "judge_passages", None)),
-        "validate": make_validate(getattr(extractive, "judge", None)),
+                            quoted_sentences=getattr(extractive, "quoted_sentences", None)),
+        "validate": validate,
         "set_no_eligible_source": set_no_eligible_source,
         "set_retrieval_unavailable": set_retrieval_unavailable,
         "set_below_score_floor": set_below_score_floor,
         "set_conflicting_sources": set_conflicting_sources,
         "force_escalate": force_escalate,
-        "human_review": make_human_review(conversations, deadline_hours=escalation_deadline_hours,
-                                          restricted=restricted_passages(searcher)),
+        "human_review": make_human_review(conversations, deadline_hours=escalation_deadline_hours),
     }
     for name, node in nodes.items():  # each node reports its time to the turn (graph/timings.py)
         # (LangGraph's node protocol names the state parameter; a Callable type cannot say so)

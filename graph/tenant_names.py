@@ -33,11 +33,11 @@ import logging
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.rerank import analysed_terms
+from graph.answerers import features
 from retrieval.search import Passage
 
 log = logging.getLogger(__name__)
@@ -119,9 +119,9 @@ def build_lexicon(documents: Iterable[tuple[str, str, Iterable[str]]]) -> Lexico
         if capital[word_key(form)]:
             capital[word_key(form)] += n
     names = {w for w, n in capital.items() if n >= NAME_MIN_COUNT and lower[w] <= LOWER_SHARE * n} | brands
-    # A region or a day is where or when, not who; a word with no content (a stopword, a number, a
-    # date's day: "the 10th") names nothing.
-    names = {w for w in names if analysed_terms(w, "en") and not _NUMBER.fullmatch(w)
+    # A place or a region is read as a place; a word with no content (a stopword, a number, a date's
+    # day: "the 10th") names nothing.
+    names = {w for w in names if features.tokens(w) and not features.places(w) and not _NUMBER.fullmatch(w)
              and w not in _REGIONS and w not in _CALENDAR}
     docs: dict[str, set[str]] = defaultdict(set)
     for doc_id, words in used.items():
@@ -197,17 +197,6 @@ def by_organisation(passages: Iterable[Passage]) -> list[list[Passage]]:
     for p in passages:
         groups.setdefault(p.organisation, []).append(p)
     return list(groups.values())
-
-
-def named_organisation(question: str, passages: Sequence[Passage], lexicon: Lexicon) -> list[Passage]:
-    """The passages of the organisations the question names ("… at Sourcegraph?"), when it names any
-    that the passages belong to; otherwise the passages as they are. Another company's page is not
-    evidence for a question about this one, however close its wording."""
-    named = {word_key(w) for w in WORD.findall(question)}
-    asked = {p.organisation for p in passages if p.organisation and word_key(p.organisation) in named}
-    if not asked:
-        return list(passages)
-    return [p for p in passages if p.organisation in asked]
 
 
 class TenantNames:

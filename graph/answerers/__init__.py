@@ -50,14 +50,13 @@ def draft_message(content: str, *, answerer: str, tool_calls: list[dict[str, Any
     return AIMessage(content=content, tool_calls=tool_calls or [], additional_kwargs={"cairn": meta})
 
 
-def build_answerer(*, embedder: Any, judge: Any, stored_vectors: Any = None, prepared_vectors: Any = None,
+def build_answerer(*, embedder: Any, stored_vectors: Any = None, prepared_vectors: Any = None,
                    chat_model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                    timeout_s: float = 30.0) -> Answerer:
-    """The LLM answerer when a chat model is configured, the extractive one otherwise; `judge` is the
-    answer judge (models.judge.Judge) both rely on."""
+    """The LLM answerer when a chat model is configured, the extractive one otherwise."""
     from graph.answerers.extractive import ExtractiveAnswerer
 
-    extractive = ExtractiveAnswerer(embedder=embedder, judge=judge, stored_vectors=stored_vectors,
+    extractive = ExtractiveAnswerer(embedder=embedder, stored_vectors=stored_vectors,
                                     prepared_vectors=prepared_vectors)
     if chat_model:
         from graph.answerers.llm import LLMAnswerer

@@ -1,118 +1,187 @@
-"""The offline answerer: quotes the policy sentences the judge reads as answering, each cited.
+"""The offline answerer: quotes the policy sentences that answer the question, each cited.
 
-The passages at or above the score floor (at most MAX_PASSAGES of each organisation) are read as
-candidate sentences (graph/answerers/candidates.py); the judge (models/judge) scores each against the
-question and decides: the best sentence, with the other sentences of its passage it also reads as
-answering, or no answer (`below_score_floor`, with the judge's reason). The judge reads at most
-READS new sentences a turn, the best by a cheap prior (the MiniLM cosine of the standalone vectors
-the server prepares, `prepare_answer_vectors`, else the pooled ones stored at ingestion, plus the
-share of the question's terms the sentence holds); a pair with
-an Arabic side is read from multilingual vectors, all of them (that reader costs microseconds).
+From the passages at or above the score floor (at most 3 of each organisation), every sentence is
+scored against the question (for a chatty English message, half the vector is that of the parts
+that ask: "does sourcegraph help pay for childcare while im away?" more than "single parent here and
+the offsite is in sept."): cosine similarity (MiniLM for English, the multilingual encoder when
+the question or a passage is not English; an English sentence keeps the better of that and MiniLM's
+cosine with the English words of an Arabic question the glossary knows well enough, `glossary_query`)
+plus what graph/answerers/features.py reads off the sentence (the
+question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
+little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
+first sentence under an FAQ's question is read with it, and a short one is shown with it ("Does
+Sourcegraph match my 401k? Not at this time."). The best
+sentence is kept with the neighbours that give it its scope (its exception, the population or the
+place it applies to, the local amount, the exclusion after a general rule: "… USD 250." + "During
+trade-show weeks …"), and, where the question states its case ("let go after ~8 months"), the
+sentence of the best one's passage whose threshold holds it ("… less than 1 year, … 4 weeks pay");
+other sentences close to the best one fill up to 3; an old value never does.
+A question about one place is answered from the passages about it: a passage whose title or
+section names only other places is set aside when another one names the place asked about.
+
+Cosines come from standalone MiniLM vectors (~4 ms a sentence to encode here). `cairn serve`
+prepares them for every published English chunk in the background (`prepare_answer_vectors`),
+so a turn on prepared chunks encodes only the question, which the search already did. Otherwise
+only a shortlist is encoded: the best SHORTLIST by the sentence vectors pooled at ingestion and
+the cheap features, the sentences with no pooled vector and a number's neighbours (on SQuAD the
+quoted answer contains the gold span as often as when every sentence is encoded: 0.861 of 180
+answered). Each becomes one line:
+
+    According to <title> (<section>): “<sentence>” [chunk_id]
 
 Where the passages are several organisations' (a tenant holding several companies' handbooks, and a
-question that names none of them: graph/tenant_names.py), each organisation whose own best sentence
-the judge reads as answering gets its sentences, each line led by the organisation's name
-("GitLab: According to …"): the asker's company may be any of them.
+question that names none of them: graph/tenant_names.py), each organisation close to the best gets
+its own best sentences, each line led by the organisation's name ("GitLab: According to …"): the
+asker's company may be any of them, and one company's rule is no answer for another's staff.
 
-Each quoted sentence becomes one line, `According to <title> (<section>): “<sentence>” [chunk_id]`.
-Only the connective phrase is Cairn's; an Arabic question gets an Arabic connective, with the
-sentence quoted in the passage's own language. Every line carries a citation, so the draft passes
-validation by construction (it is still validated).
+Only the connective phrase is Cairn's; the quoted text is the document's (a table row is shown with
+its column names, "City: Boston; Nightly limit: USD 250"). An Arabic question gets an Arabic
+connective, with the sentence quoted in the passage's own language. Every line carries a citation,
+so the draft passes validation by construction (it is still validated).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
-from graph.answerers import Answerer, AnswerRequest, Draft, draft_message
-from graph.answerers.candidates import (
-    CandidateSentence,
-    StoredVectors,
-    passage_candidates,
-    vectors_by_text,
-)
+from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, features
 from graph.tenant_names import by_organisation
 from graph.validate import validate_answer
-from models.judge import Candidate, Judge, Verdict
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
 from retrieval.language import detect_language
-from retrieval.search import Passage
+from retrieval.rerank import unpack_vectors
+from retrieval.search import Passage, glossary_query
+from retrieval.sentences import body_of, split_sentences
 
 MAX_PASSAGES = 3
 MAX_SENTENCES = 3
-# New (question, sentence) pairs the English reader reads per turn, besides those the reranker read.
-READS = 10
-# The English reader's shortlist is ordered by the cosine plus this much of the share of the question's
-# terms the sentence (with its section) holds: a sentence that names what was asked is read first.
-TERM_PRIOR = 0.5
+LEXICAL_WEIGHT = 0.45
+PASSAGE_WEIGHT = 0.10
+CLOSE_TO_BEST = 0.14  # tuned on the answers bench tune split: 0.08 → 0.14 lifts SQuAD 0.798 → 0.832, handbooks 0.569 → 0.588
+ADJACENT_MARGIN = 0.10
+KIND_MARGIN = 0.20  # how much worse the sentence of the kind asked may score than a best one of the wrong kind
+# …except a size in characters or words, which nothing else states: "Do: Create a password that is ideally
+# 15 characters or longer" is the answer to "how long should my password be?" however far below the
+# sentences about passwords in general it scores.
+KIND_MARGINS = {"size": float("inf")}
+NAME_PENALTY = 0.15  # the question names London: a sentence about Boston is a worse answer
+# The question's vector is this much that of the parts of a chatty message that ask (features.asking_part).
+# Chosen on the tune half of the answers bench and of six question sets kept out of the repository: 5 more
+# right answers there (4 were wrong, 1 escalated), 2 fewer; the bench's own tune sets unchanged.
+ASKING_WEIGHT = 0.5
+MIN_SENTENCE_CHARS = 12
+# A question that names no organisation, over several organisations' passages (see `_picks`):
+# how much worse an organisation's best sentence may score than the best one (handbooks tune half:
+# 0.08 → 0.15 one more right answer; 0.15–0.35 the same answers, only longer)
+ORGANISATION_MARGIN = 0.15
 ORGANISATION_SENTENCES = 2  # sentences quoted for each organisation
 MAX_ORGANISATIONS = 3
-RECENT_CHOICES = 32  # choices of sentences kept per answerer: the gate's and the answer's are one
+SHORT_ITEM = 50  # a list item this short is shown after the section it is under
+FAQ_SHORT_ANSWER = 60  # an FAQ answer this short is shown after its question ("Not at this time.")
+SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
+RECENT_SCORINGS = 32  # scorings, and choices of sentences, kept per answerer (`_kept`)
+# How much of an Arabic question the glossary must know for its English words to be compared with
+# English sentences too (handbooks tune half: 0.75, the search's share, → 0.5 one more right answer,
+# XQuAD the same at 0.5 and 0.3)
+ANSWER_GLOSSARY_SHARE = 0.5
+# How `_candidates` reads a chunk into sentences; raised whenever that changes, so that the sentence
+# vectors prepared for the old reading are prepared again (store.catalog: answer_vectors.scheme).
+# 1: a section path line ("4.1 NON-TRAVEL RELATED EXPENSES > Books") is not quoted; its last section is the
+#    lead-in of the lines under it.
+CANDIDATE_SCHEME = 1
+
+_EXCEPTION_START = re.compile(
+    r"^(?:[-•*]\s*)?(?:except|unless|however|but|exceptions?|during|with (?:written|prior)|if|when|only|"
+    r"this does not|note|after|before|above|over|under|for (?:trips|flights|stays))\b|"
+    r"^(?:[-•*]\s*)?(?:إلا|باستثناء|ولكن|لكن|إذا|اذا|ما لم|خلال|بعد|قبل)", re.IGNORECASE)
+# Document text addressed to an AI is never quoted as an answer (it is not obeyed either way).
+_INSTRUCTION_TO_AI = re.compile(
+    r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|rules|prompt)\b|\b(?:note|message) to (?:ai|the ai|"
+    r"assistants?|chatbots?|llms?)\b|\bsystem prompt\b|تجاهل.{0,30}التعليمات", re.IGNORECASE)
+_ITEM = re.compile(r"^(?:[-•*]|\d{1,2}[.)])\s+")
+# A sentence that opens by pointing back ("These are used in …", "This means …") says what it is about
+# only with the sentence before it.
+_POINTS_BACK = re.compile(r"^(?:these|those|they|such|both)\b|^this (?:is|was|means|includes|applies|covers|allows|"
+                          r"helps|makes|lets)\b", re.IGNORECASE)
+# A neighbour that gives the rule its scope: where it applies, to whom, in which currency, or what
+# it excludes ("In the United Kingdom, customers have statutory rights for longer …", "Administrators
+# …, and everyone in Finance, must use a hardware security key", "In local currency the per diem is …").
+_SCOPE_START = re.compile(
+    r"^(?:[-•*]\s*)?(?:in (?:the )?(?-i:[A-Z])[\w-]+|in local currency|outside|for (?:staff|employees|customers|"
+    r"contractors|part-time|managers|administrators|everyone)|everyone|administrators|staff (?:in|who|at)|"
+    r"customers (?:in|who)|this (?:exception|rule|limit|allowance) (?:applies|does not)|never|no |not )",
+    re.IGNORECASE)
+# A row or rule for every place not listed ("Any other city | USD 180") answers for any place
+# (graph/coverage.py's catch-all also covers populations: "all staff", "everyone").
+_ANY_PLACE = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
+                        r"other locations|all (?:other )?(?:offices|countries|locations|cities))\b", re.IGNORECASE)
+# A figure: "4", "$3,000", "12-week", "1st", "15%"; not the digits of a name ("37signals", "B2B").
+_FIGURE = re.compile(r"(?<!\w)\d[\d.,]*(?:st|nd|rd|th|k)?(?!\w)")
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't|excluded|ineligible|except)\b|لا|ليس|غير|باستثناء",
+                       re.IGNORECASE)
+
+
+# chunk ids → their stored vector rows (store.catalog.Catalog.load_vectors)
+StoredVectors = Callable[[Sequence[str]], Awaitable[Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)
-class Choice:
+class _Sentence:
+    passage: int
+    index: int
+    text: str  # as quoted
+    scored_text: str  # what is compared with the question (a table row with its header)
+    answers_faq: bool = False  # the first sentence under an FAQ's question
+    faq: bool = False  # …a short one, shown with the question ("… 401k? Not at this time.")
+
+
+_V = TypeVar("_V")
+
+
+class _Choice(NamedTuple):
     passages: list[Passage]  # read: at or above the floor, at most max_passages of each organisation
-    sentences: list[CandidateSentence]
-    probabilities: np.ndarray  # the judge's, one per sentence (NaN: not read)
-    picks: list[CandidateSentence]  # the ones to quote, empty when the judge finds no answer
-    answerable: float
-    threshold: float
-    reason: str
-    multilingual: bool
-    scope_floor: float = 0.5  # a passage with a sentence read at least this likely to answer is "answering"
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.picks)
-
-    def trace(self) -> dict[str, Any]:
-        read = [(i, float(p)) for i, p in enumerate(self.probabilities) if not np.isnan(p)]
-        read.sort(key=lambda x: -x[1])
-        best: dict[str, float] = {}
-        for i, p in read:
-            chunk = self.passages[self.sentences[i].passage].chunk_id
-            best[chunk] = max(best.get(chunk, 0.0), p)
-        answering = [c for c, p in best.items() if p >= self.scope_floor]
-        return {"answerable": round(self.answerable, 4), "threshold": self.threshold, "reason": self.reason,
-                "read": len(read), "of": len(self.sentences), "answering": answering,
-                "top": [{"chunk_id": self.passages[self.sentences[i].passage].chunk_id,
-                         "index": self.sentences[i].index, "p": round(p, 4),
-                         "sentence": self.sentences[i].scored_text[:160]} for i, p in read[:5]]}
+    sentences: list[_Sentence]
+    scores: np.ndarray  # one per sentence
+    picks: list[_Sentence]  # the ones to quote
+    multilingual: bool  # compared in the multilingual space
 
 
 class ExtractiveAnswerer:
     name = "extractive"
     model: str | None = None
-    prompt_version: str | None = "extractive-judge-v1"
+    prompt_version: str | None = "extractive-v1"
     fallback: Answerer | None = None
 
-    def __init__(self, *, embedder: Any, judge: Judge, stored_vectors: StoredVectors | None = None,
+    def __init__(self, *, embedder: Any, stored_vectors: StoredVectors | None = None,
                  prepared_vectors: StoredVectors | None = None, max_passages: int = MAX_PASSAGES,
-                 max_sentences: int = MAX_SENTENCES, reads: int = READS) -> None:
+                 max_sentences: int = MAX_SENTENCES) -> None:
         self.embedder = embedder
-        self.judge = judge
         self.stored_vectors = stored_vectors
         self.prepared_vectors = prepared_vectors
         self.max_passages = max_passages
         self.max_sentences = max_sentences
-        self.reads = reads
-        self._chosen: OrderedDict[tuple[object, ...], Choice] = OrderedDict()
+        # The tools node asks for the closest sentence of a cross-language or chatty question, and
+        # the answer then scores the same sentences again: the last few scorings are kept. So are the
+        # last few choices: the gate reads the sentences an answer would quote, then the answer quotes them.
+        self._recent: OrderedDict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._chosen: OrderedDict[tuple[object, ...], _Choice] = OrderedDict()
 
     async def respond(self, request: AnswerRequest) -> Draft:
-        choice = await self.choose(request.question, request.language, request.passages, request.min_score)
-        if not choice.ok:
-            return Draft(draft_message("", answerer=self.name, error=choice.reason),
-                         {"error": choice.reason, "judge": choice.trace()})
-        passages = choice.passages
-        quoted = [(passages[s.passage], _HTML_BREAK.sub("; ", s.text)) for s in choice.picks]
+        passages, sentences, scores, picks, multilingual = await self._choose(
+            request.question, request.language, request.passages, request.min_score)
+        if not picks:
+            return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
+                         {"error": "no sentence above the floor"})
+        quoted = [(passages[s.passage], _HTML_BREAK.sub("; ", s.text)) for s in picks]
         lines = [_line(passage, text, request.language) for passage, text in quoted]
         allowed = [p.chunk_id for p in passages]
         if not validate_answer("\n".join(lines), allowed).ok:
@@ -121,125 +190,496 @@ class ExtractiveAnswerer:
         if len({passage.organisation for passage, _ in quoted}) > 1:
             lines = [f"{passage.organisation}: {line}" if passage.organisation else line
                      for (passage, _), line in zip(quoted, lines, strict=True)]
-        info = {"encoder": "multilingual" if choice.multilingual else "minilm", "judge": choice.trace(),
+        info = {"encoder": "multilingual" if multilingual else "minilm",
                 "sentences": [{"chunk_id": passages[s.passage].chunk_id, "index": s.index,
-                               "score": round(float(choice.probabilities[choice.sentences.index(s)]), 4)}
-                              for s in choice.picks]}
+                               "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
         return Draft(draft_message("\n".join(lines), answerer=self.name), info)
 
-    async def choose(self, question: str, language: str, candidates: Sequence[Passage],
-                     min_score: float | None) -> Choice:
-        """The passages read, their candidate sentences, the judge's reading and the ones to quote
-        (kept for the last few turns: the gate asks first, then the answer quotes the same)."""
-        key = (question, language, min_score, *candidates)
-        if key in self._chosen:
-            self._chosen.move_to_end(key)
-            return self._chosen[key]
-        choice = self._chosen[key] = await self._choose(question, language, candidates, min_score)
-        while len(self._chosen) > RECENT_CHOICES:
-            self._chosen.popitem(last=False)
-        return choice
-
-    async def judge_passages(self, question: str, passages: Sequence[Passage],
-                             min_score: float | None) -> dict[str, Any]:
-        """The gate's question (graph/nodes/tools.py): does any sentence of these passages answer?
-        The judge's reading, as the trace keeps it, with `ok`."""
-        choice = await self.choose(question, detect_language(question), passages, min_score)
-        return {"ok": choice.ok, **choice.trace()}
-
-    async def closest_sentence(self, question: str, passages: Sequence[Passage]) -> str | None:
-        """The sentence the judge reads as the best answer, or None (what a question in another
-        language than the passages is checked for conflicts against: graph/nodes/tools.py)."""
-        choice = await self.choose(question, detect_language(question), passages, None)
-        read = choice.probabilities
-        if not len(read) or np.all(np.isnan(read)):
-            return None
-        return choice.sentences[int(np.nanargmax(read))].scored_text
+    async def quoted_sentences(self, question: str, passages: Sequence[Passage],
+                               min_score: float | None) -> list[str]:
+        """The sentences an answer would quote (as `respond` picks them), for the gate's check that
+        they state the kind of figure asked (graph/nodes/tools.py)."""
+        choice = await self._choose(question, detect_language(question), passages, min_score)
+        return [s.text for s in choice.picks]
 
     async def _choose(self, question: str, language: str, candidates: Sequence[Passage],
-                      min_score: float | None) -> Choice:
+                      min_score: float | None) -> _Choice:
+        """The passages read, their candidate sentences, the sentences' scores and the ones to quote."""
+        return await _kept(self._chosen, (question, language, min_score, *candidates),
+                           lambda: self._chosen_anew(question, language, candidates, min_score))
+
+    async def _chosen_anew(self, question: str, language: str, candidates: Sequence[Passage],
+                           min_score: float | None) -> _Choice:
         floor = min_score if min_score is not None else float("-inf")
-        groups = [group[: self.max_passages] for group in by_organisation(p for p in candidates if p.score >= floor)]
+        groups = [_about_the_place_asked(question, group[: self.max_passages])
+                  for group in by_organisation(p for p in candidates if p.score >= floor)]
         passages = [p for group in groups for p in group]
-        sentences = [s for i, p in enumerate(passages) for s in passage_candidates(i, p)]
+        sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
         multilingual = language != "en" or any(p.lang != "en" for p in passages)
         if not sentences:
-            return Choice(passages, sentences, np.zeros(0), [], 0.0, self.judge.answerable_at,
-                          "no sentence to judge", multilingual, self.judge.scope_floor)
-        judged = await self._candidates(question, language, sentences, passages)
-        q_ml = np.asarray(self.embedder.encode_multilingual([question]), dtype=np.float32)[0] \
-            if multilingual else None
-        verdicts: list[tuple[Verdict, list[int]]] = []
-        for mine in _by_organisation(sentences, passages):
-            verdict = await asyncio.to_thread(self.judge.verdict, question, [judged[i] for i in mine],
-                                              budget=self.reads, question_vector=q_ml,
-                                              max_quoted=self.max_sentences)
-            verdicts.append((verdict, mine))
-        probabilities = np.full(len(sentences), np.nan)
-        for verdict, mine in verdicts:
-            probabilities[mine] = verdict.probabilities
-        best, _ = max(verdicts, key=lambda v: v[0].answerable)
-        answering = sorted((v for v in verdicts if v[0].ok), key=lambda v: -v[0].answerable)[:MAX_ORGANISATIONS]
-        each = self.max_sentences if len(answering) == 1 else ORGANISATION_SENTENCES
-        picks = [sentences[mine[i]] for verdict, mine in answering
-                 for i in sorted(verdict.quoted[:each], key=lambda i: (judged[mine[i]].passage, mine[i]))]
-        return Choice(passages, sentences, probabilities, picks, best.answerable, best.threshold, best.reason,
-                      multilingual, self.judge.scope_floor)
+            return _Choice(passages, sentences, np.zeros(0, dtype=np.float32), [], multilingual)
+        scores, cosine = await self._scores(question, sentences, passages, multilingual)
+        return _Choice(passages, sentences, scores, self._picks(question, sentences, scores, cosine, passages),
+                       multilingual)
 
-    async def _candidates(self, question: str, language: str, sentences: Sequence[CandidateSentence],
-                          passages: Sequence[Passage]) -> list[Candidate]:
-        """The sentences as the judge takes them: section, text, which reader, and the prior that
-        orders the English reader's shortlist (or the multilingual vector the other reader needs)."""
-        english = [language == "en" and passages[s.passage].lang == "en" for s in sentences]
-        priors = np.array([p.score for p in passages])[[s.passage for s in sentences]] - 1.0
-        if any(english):
-            vecs = {**await self._stored(passages, DENSE_SIZES[DENSE]), **await self._prepared(passages)}
-            q = np.asarray(self.embedder.encode_sentences([question]), dtype=np.float32)[0]  # cached by the search
-            asked = self.embedder.terms(question)
-            for i, s in enumerate(sentences):
-                if not english[i]:
-                    continue
-                if s.scored_text in vecs:
-                    priors[i] = float(vecs[s.scored_text] @ q)
-                if asked:  # the share of the question's BM25 terms (stemmed, stopwords out) the sentence holds
-                    held = self.embedder.terms(f"{passages[s.passage].heading} {s.scored_text}")
-                    priors[i] += TERM_PRIOR * len(asked & held) / len(asked)
-        ml: dict[str, np.ndarray] = {}
-        if not all(english):
-            ml = {**await self._stored(passages, DENSE_SIZES[DENSE_ML]),
-                  **await self._prepared(passages, multilingual=True)}
-            missing = list(dict.fromkeys(s.scored_text for s, en in zip(sentences, english, strict=True)
-                                         if not en and s.scored_text not in ml))
-            if missing:
-                fresh = await asyncio.to_thread(self.embedder.encode_multilingual, missing)
-                ml.update(zip(missing, np.asarray(fresh, dtype=np.float32), strict=True))
-        return [Candidate(passage=s.passage, heading=passages[s.passage].heading, text=s.scored_text,
-                          english=english[i], vector=None if english[i] else ml.get(s.scored_text),
-                          prior=float(priors[i]))
-                for i, s in enumerate(sentences)]
+    def _picks(self, question: str, sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray,
+               passages: Sequence[Passage]) -> list[_Sentence]:
+        """The sentences to quote. Where the passages are several organisations' (a question that
+        names none, in a tenant that holds several companies' handbooks), each organisation whose
+        best sentence is within ORGANISATION_MARGIN of the best one gets its own, best first: the
+        asker's company may be any of them, and one company's rule is no answer for another's staff."""
+        groups = _sentences_by_organisation(sentences, passages)
+        if len(groups) < 2:
+            return _pick(sentences, scores, cosine, question=question, max_sentences=self.max_sentences)
+        top = float(np.max(scores))
+        close: list[tuple[float, list[int]]] = []
+        for mine in groups:
+            best = max(float(scores[i]) for i in mine)
+            if np.isfinite(best) and best >= top - ORGANISATION_MARGIN:
+                close.append((best, mine))
+        close.sort(key=lambda c: -c[0])
+        each = self.max_sentences if len(close) == 1 else ORGANISATION_SENTENCES
+        return [s for _, mine in close[:MAX_ORGANISATIONS]
+                for s in _pick([sentences[i] for i in mine], scores[mine], cosine[mine], question=question,
+                               max_sentences=each)]
+
+    async def closest_sentence(self, question: str, passages: Sequence[Passage]) -> str | None:
+        """The sentence this answerer would quote first, or None (see graph/nodes/tools.py: what a
+        question in another language, or a long chatty one, is checked for conflicts against)."""
+        passages = _about_the_place_asked(question, list(passages)[: self.max_passages])
+        sentences = [s for i, p in enumerate(passages) for s in _sentences(i, p)]
+        if not sentences:
+            return None
+        multilingual = detect_language(question) != "en" or any(p.lang != "en" for p in passages)
+        scores, _ = await self._scores(question, sentences, passages, multilingual)
+        return sentences[int(np.argmax(scores))].scored_text
+
+    async def _scores(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
+                      multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
+        return await _kept(self._recent,
+                           (question, multilingual, *((p.chunk_id, p.score, p.heading, p.text) for p in passages)),
+                           lambda: self._score_all(question, sentences, passages, multilingual))
+
+    async def _score_all(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
+                         multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
+        english: tuple[str, dict[str, np.ndarray]] | None = None
+        if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
+            exact = {**await self._prepared(passages, multilingual=True),
+                     **await self._stored(passages, DENSE_SIZES[DENSE_ML])}
+            approx: dict[str, np.ndarray] = {}
+            # the search asks more of the glossary (GLOSSARY_DENSE_SHARE): there the English words alone
+            # find passages, here they only compare the sentences found, keeping the better of two cosines
+            in_english = glossary_query(question, share=ANSWER_GLOSSARY_SHARE)
+            if in_english:  # …and MiniLM's of the English ones, for its English words
+                english = (in_english, await self._prepared(passages))
+        else:
+            exact = await self._prepared(passages)
+            approx = {} if all(s.scored_text in exact for s in sentences) else \
+                await self._stored(passages, DENSE_SIZES[DENSE])
+        return await asyncio.to_thread(self._score, question, sentences, passages, multilingual, exact, approx,
+                                       english)
 
     async def _stored(self, passages: Sequence[Passage], dim: int) -> dict[str, np.ndarray]:
-        """Sentence vectors stored at ingestion, keyed by sentence text, if in the space of `dim`
-        (multilingual: USE; English: MiniLM pooled inside the chunk)."""
-        return await vectors_by_text(self.stored_vectors, passages, texts="sentences", vecs="sentence_vecs",
-                                     dim="sent_dim", want=dim)
+        """Sentence vectors stored at ingestion for these passages, keyed by sentence text, if they are
+        in the space of `dim` (multilingual: USE, as `encode_multilingual` gives; English: MiniLM
+        pooled inside the chunk, close to but not the standalone vectors the scoring uses)."""
+        return await _by_text(self.stored_vectors, passages, texts="sentences", vecs="sentence_vecs",
+                              dim="sent_dim", want=dim)
 
     async def _prepared(self, passages: Sequence[Passage], *, multilingual: bool = False) -> dict[str, np.ndarray]:
-        """Standalone vectors of these passages' candidate sentences, where the server prepared them."""
+        """Standalone MiniLM (or multilingual) vectors of these passages' candidate sentences, where
+        the background preparation (`prepare_answer_vectors`) has already stored them."""
         if multilingual:
-            return await vectors_by_text(self.prepared_vectors, passages, texts="texts", vecs="ml_vecs",
-                                         dim="ml_dim", want=DENSE_SIZES[DENSE_ML])
-        return await vectors_by_text(self.prepared_vectors, passages, texts="texts", vecs="vecs", dim="dim",
-                                     want=DENSE_SIZES[DENSE])
+            return await _by_text(self.prepared_vectors, passages, texts="texts", vecs="ml_vecs", dim="ml_dim",
+                                  want=DENSE_SIZES[DENSE_ML])
+        return await _by_text(self.prepared_vectors, passages, texts="texts", vecs="vecs", dim="dim",
+                              want=DENSE_SIZES[DENSE])
+
+    def _score(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
+               multilingual: bool, exact: Mapping[str, np.ndarray],
+               approx: Mapping[str, np.ndarray],
+               english: tuple[str, Mapping[str, np.ndarray]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Total score and cosine per sentence. `exact` vectors are used as they are; English
+        sentences without one are shortlisted with the `approx` ones, and a sentence left off the
+        shortlist scores -inf. `english`: an Arabic question's English words and the MiniLM vectors
+        of the sentences, each of which keeps the better of the two cosines."""
+        rest = _features(question, sentences, passages)
+        encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
+        q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
+        asking = None if multilingual else features.asking_part(question)
+        if asking is not None:  # what a chatty message asks weighs as much as the whole of it
+            q = ASKING_WEIGHT * np.asarray(encode([asking]), dtype=np.float32)[0] + (1 - ASKING_WEIGHT) * q
+            q /= np.linalg.norm(q)
+        in_english, english_vecs = english or ("", {})
+        # cached too: the search embedded the English words
+        q_gl = np.asarray(self.embedder.encode_sentences([in_english]), dtype=np.float32)[0] if english_vecs else None
+        cosine = np.full(len(sentences), -1.0, dtype=np.float32)
+        total = np.full(len(sentences), -np.inf, dtype=np.float32)
+
+        def score(indices: Sequence[int]) -> None:
+            fresh = list(dict.fromkeys(sentences[i].scored_text for i in indices
+                                       if sentences[i].scored_text not in exact))
+            vecs = dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True)) if fresh else {}
+            for i in indices:
+                cosine[i] = float(exact.get(sentences[i].scored_text, vecs.get(sentences[i].scored_text)) @ q)
+                if q_gl is not None and sentences[i].scored_text in english_vecs:
+                    cosine[i] = max(cosine[i], float(english_vecs[sentences[i].scored_text] @ q_gl))
+                total[i] = cosine[i] + rest[i]
+
+        ready = {i for i, s in enumerate(sentences) if s.scored_text in exact}
+        score(sorted(ready))
+        if len(ready) < len(sentences):
+            score([i for i in range(len(sentences)) if i not in ready] if multilingual
+                  else _shortlist(sentences, approx, q, rest, skip=ready))
+        # _pick weighs the best sentence's neighbours (its exception, its scope): score them too, for
+        # the best of each organisation's sentences (see `_picks`).
+        for mine in _sentences_by_organisation(sentences, passages):
+            best = sentences[max(mine, key=lambda i: total[i])]
+            score([i for i, s in enumerate(sentences) if s.passage == best.passage
+                   and abs(s.index - best.index) == 1 and total[i] == -np.inf])
+        return total, cosine
 
 
-def _by_organisation(sentences: Sequence[CandidateSentence], passages: Sequence[Passage]) -> list[list[int]]:
+async def _kept(recent: OrderedDict[tuple[object, ...], _V], key: tuple[object, ...],
+                make: Callable[[], Awaitable[_V]]) -> _V:
+    """The value kept for `key`, or made and kept: the last RECENT_SCORINGS of them, the latest used last."""
+    if key in recent:
+        recent.move_to_end(key)
+        return recent[key]
+    value = recent[key] = await make()
+    while len(recent) > RECENT_SCORINGS:
+        recent.popitem(last=False)
+    return value
+
+
+def _sentences_by_organisation(sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> list[list[int]]:
     """The indices of each organisation's sentences, in the order its passages come (one group where
     the tenant has no organisations)."""
     groups: dict[str | None, list[int]] = {}
     for i, s in enumerate(sentences):
         groups.setdefault(passages[s.passage].organisation, []).append(i)
     return list(groups.values())
+
+
+def _about_the_place_asked(question: str, passages: list[Passage]) -> list[Passage]:
+    """Without the passages whose title or section names only other places than the one asked
+    about, when another passage's names it: "does the company match retirement savings for Canadian
+    team members?" is answered from the Canada benefits page, not the Ireland one beside it. A page
+    whose title names no place may name it in its text ("… to complement Australia's Medicare"): then
+    it is the one about that place, and the UK benefits page beside it is set aside."""
+    asked = features.places(question, widen=True)
+    if not asked:
+        return passages
+    where = [features.places(f"{p.title}\n{p.heading}") for p in passages]
+    about = [bool(w & asked) or (not w and bool(features.places(p.text) & asked))
+             for p, w in zip(passages, where, strict=True)]
+    if not any(about):
+        return passages
+    return [p for p, w, a in zip(passages, where, about, strict=True)
+            if not w or a or _for_any_place(p.heading)]
+
+
+def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage]) -> np.ndarray:
+    """Everything but the cosine, per sentence (see graph/answerers/features.py)."""
+    q_terms = features.with_places(features.question_terms(question), question, widen=True)
+    sent_terms = [features.with_places(features.tokens(s.scored_text), s.scored_text) for s in sentences]
+    heading_terms = [features.tokens(p.heading) for p in passages]
+    weights = features.term_weights(q_terms, sent_terms)
+    lexical = np.array([features.coverage(weights, t, heading_terms[s.passage])
+                        for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
+    rerank = np.array([passages[s.passage].score for s in sentences], dtype=np.float32)
+    kind = features.answer_kind(question)
+    amount, span = features.asked_amount(question), features.asked_span(question)
+    spans = features.span_fits(span, [s.scored_text for s in sentences], [s.passage for s in sentences])
+    fit = np.array([features.kind_score(kind, s.text, question=question) + features.range_fit(amount, s.scored_text)
+                    + span_fit for s, span_fit in zip(sentences, spans, strict=True)], dtype=np.float32)
+    history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
+    pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
+    named = features.names(question) | features.places(question, widen=True)
+    # what a passage is about: its title, section and text ("AUSTPAC" named once, at its start)
+    about = [features.with_places(features.tokens(f"{p.title}\n{p.text}"), f"{p.title}\n{p.text}") if named else set()
+             for p in passages]
+    off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage] | about[s.passage])
+                          and not _for_any_place(s.text)
+                          for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
+    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank + fit - features.HISTORY_PENALTY * history
+            - features.POINTER_PENALTY * pointer - NAME_PENALTY * off_topic)
+
+
+async def _by_text(load: StoredVectors | None, passages: Sequence[Passage], *, texts: str, vecs: str, dim: str,
+                   want: int) -> dict[str, np.ndarray]:
+    """Vectors of the passages' stored rows (columns `texts`, `vecs`, `dim`) keyed by text, when the
+    row's vectors have `want` dimensions."""
+    if load is None:
+        return {}
+    out: dict[str, np.ndarray] = {}
+    for row in (await load([p.chunk_id for p in passages])).values():
+        matrix = unpack_vectors(row[vecs], row[dim]) if row[dim] == want and row[vecs] else None
+        keys = json.loads(row[texts])
+        if matrix is not None and len(matrix) == len(keys):
+            out.update(zip(keys, matrix, strict=True))
+    return out
+
+
+def _shortlist(sentences: Sequence[_Sentence], approx: Mapping[str, np.ndarray], q: np.ndarray,
+               rest: np.ndarray, *, skip: set[int]) -> list[int]:
+    """The sentences worth encoding on their own: the best SHORTLIST by the stored (pooled) vectors
+    and the cheap features, and any sentence with no stored vector (a table row with its header, a
+    list item with its lead-in). Encoding every candidate standalone costs ~4 ms a sentence here,
+    the bulk of a turn."""
+    rough = np.array([float(approx[s.scored_text] @ q) if s.scored_text in approx and i not in skip else -np.inf
+                      for i, s in enumerate(sentences)], dtype=np.float32) + rest
+    best = {int(i) for i in np.argsort(-rough, kind="stable")[:SHORTLIST] if np.isfinite(rough[i])}
+    return sorted(best | {i for i, s in enumerate(sentences) if s.scored_text not in approx and i not in skip})
+
+
+async def prepare_answer_vectors(catalog: Any, embedder: Any, *, limit: int = 64,
+                                 chunk_ids: Sequence[str] | None = None) -> int:
+    """Store standalone vectors of the candidate sentences of up to `limit` English chunks that have
+    none yet (store.catalog.Catalog.chunks_without_answer_vectors); returns how many chunks.
+
+    Ingestion stores sentence vectors pooled from each chunk's single pass (cheap, good for
+    ranking); the answerer's choice of sentence needs standalone ones, which cost ~4 ms a
+    sentence. The server prepares them after publication, a batch at a time, so turns on
+    prepared chunks encode nothing but the question."""
+    multilingual = bool(getattr(embedder, "multilingual", False))
+    pending = await catalog.chunks_without_answer_vectors(limit=limit, chunk_ids=chunk_ids,
+                                                          multilingual=multilingual, scheme=CANDIDATE_SCHEME)
+    if not pending:
+        return 0
+    texts = [list(dict.fromkeys(s.scored_text for s in _candidates(text))) for _, text in pending]
+    flat = [t for group in texts for t in group]
+    vecs = await asyncio.to_thread(embedder.encode_standalone, flat) if flat else np.zeros((0, DENSE_SIZES[DENSE]))
+    # An Arabic question about an English chunk compares in the multilingual space: without these it
+    # encodes every candidate sentence with USE at question time (most of an Arabic turn).
+    ml = None
+    if multilingual:
+        ml = await asyncio.to_thread(embedder.encode_multilingual, flat) if flat else \
+            np.zeros((0, DENSE_SIZES[DENSE_ML]))
+    rows, at = [], 0
+    for (chunk_id, _), group in zip(pending, texts, strict=True):
+        block = np.asarray(vecs[at:at + len(group)], dtype=np.float16)
+        row: dict[str, object] = {"chunk_id": chunk_id, "texts": json.dumps(group, ensure_ascii=False),
+                                  "dim": DENSE_SIZES[DENSE], "vecs": block.tobytes(), "scheme": CANDIDATE_SCHEME}
+        if ml is not None:
+            row |= {"ml_dim": DENSE_SIZES[DENSE_ML],
+                    "ml_vecs": np.asarray(ml[at:at + len(group)], dtype=np.float16).tobytes()}
+        at += len(group)
+        rows.append(row)
+    await catalog.store_answer_vectors(rows=rows)
+    return len(rows)
+
+
+def _sentences(passage_no: int, passage: Passage) -> list[_Sentence]:
+    return _candidates(passage.text, passage_no)
+
+
+def answer_candidates(text: str) -> list[str]:
+    """The distinct sentences of a chunk as they are scored (`_candidates`' `scored_text`)."""
+    return list(dict.fromkeys(s.scored_text for s in _candidates(text)))
+
+
+def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
+    """Candidate sentences. A lead-in ending with a colon and a short heading line are not answers on
+    their own: they are quoted together with (and give context to) the list items or rows they
+    introduce. A table row is shown with its column names."""
+    out: list[_Sentence] = []
+    header: list[str] | None = None
+    lead_in = ""
+    head, _, rest = text.partition("\n")
+    # an FAQ's question (the chunk's own heading, or a line of it), for the answer under it
+    asked = _faq_question(head) if rest.strip() else ""
+    first = bool(asked)
+    for line in body_of(text).splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        cells = [c.strip() for c in stripped.strip("|").split("|")] if " | " in stripped else None
+        if cells is None:
+            header = None
+        elif header is None:
+            # The first row of a table names its columns, when it reads as names: a table written
+            # in HTML may start with a row of data ("#announce-company | Critical information …").
+            header = cells if _names_columns(cells) else []
+            if header:
+                continue
+        is_item = cells is not None or bool(_ITEM.match(stripped))
+        if not is_item:
+            lead_in = ""
+        if _is_heading_line(stripped) and cells is None:
+            # of a section path, the section itself ("Eligibility" under "… Savings Plan (RRSP) > Eligibility")
+            lead_in, first = stripped.rsplit(" > ", 1)[-1], False
+            continue
+        pieces = split_sentences(stripped)
+        for at, sentence in enumerate(pieces):
+            if sentence.endswith(":") and not re.search(r"\d", sentence):
+                lead_in = sentence
+                continue
+            if sentence.rstrip(" *_”\"'").endswith(("?", "؟")):
+                # A question (an FAQ's) restates what was asked; it never answers it. The first
+                # sentence under it is compared with the question together with it: "Not at this
+                # time." says nothing alone, under "Does the company match my 401k?" it is the answer.
+                # An FAQ's question opens its line, or follows its mark ("Q." "Does …?"); one inside
+                # a paragraph is the text's own ("… is a round trip shorter than 2000 km?").
+                opens = at == 0 or bool(_FAQ_MARK.match(sentence.lstrip("-•*# ").strip(" *_"))) \
+                    or (at == 1 and bool(_FAQ_MARK.fullmatch(pieces[0].strip(" -•*#_") + " ")))
+                if opens:
+                    asked = "" if _INSTRUCTION_TO_AI.search(sentence) else _faq_question(sentence)
+                    first = bool(asked)
+                continue
+            if (len(sentence) < MIN_SENTENCE_CHARS and not re.search(r"\d", sentence)) \
+                    or _INSTRUCTION_TO_AI.search(sentence):
+                continue
+            shown = sentence.lstrip("-•* ").strip()
+            if cells is not None and header is not None and len(header) == len(cells):
+                shown = "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True))
+            scored = f"{lead_in} {shown}" if is_item and lead_in else shown
+            if is_item and lead_in.endswith(":"):
+                shown = scored  # the lead-in is part of the sentence the item completes
+            elif is_item and lead_in and cells is None and len(shown) <= SHORT_ITEM:
+                shown = f"{lead_in.rstrip()}: {shown}"  # "Eligibility: All full-time team members (30+ hours per week)"
+            answers_faq, faq = first, False
+            if first:  # the answer's first sentence, which says yes, no or how much
+                scored = f"{asked} {scored}"
+                if len(shown) <= FAQ_SHORT_ANSWER:
+                    shown, faq = f"{asked} {shown}", True  # a short answer is shown with the question it answers
+                first = False
+            out.append(_Sentence(passage_no, len(out), shown, scored, answers_faq, faq))
+    return out
+
+
+_FAQ_MARK = re.compile(r"^(?:Q(?:uestion)?\s*[:.)]\s*|\*\*Q[:.]\s*)", re.IGNORECASE)
+
+
+def _faq_question(line: str) -> str:
+    """The question a line asks ("Q. Does Sourcegraph match my 401k?" → "Does Sourcegraph match my
+    401k?"; the last part of a heading path), or "" for none, or one too short to say what it asks
+    about ("Questions?")."""
+    last = line.split(" > ")[-1].strip().lstrip("-•*# ").strip(" *_")
+    if not last.rstrip("”\"'").endswith(("?", "؟")):
+        return ""
+    question = _FAQ_MARK.sub("", last).strip(" *_")
+    return question if len(question.split()) >= 3 and _ASKS.match(question) else ""
+
+
+# How an FAQ's question opens (a sentence that ends with one, "… consider this instance: is there …?", is no FAQ's).
+_ASKS = re.compile(r"(?:what|how|when|where|who|whom|whose|why|which|can|could|do|does|did|is|are|was|were|will|"
+                   r"would|should|shall|may|might|must|am|if|هل|ما|ماذا|متى|كيف|كم|أين|لماذا|من|أي)\b", re.IGNORECASE)
+
+
+def _names_columns(cells: Sequence[str]) -> bool:
+    return all(len(c.split()) <= 5 and not c.endswith((".", "!", "?", "؟")) for c in cells)
+
+
+def _is_heading_line(line: str) -> bool:
+    if _ITEM.match(line) or re.search(r"[.!?؟:;،,]$", line):
+        return False
+    # A section's path, as the chunker writes a sub-heading ("4.1 NON-TRAVEL RELATED EXPENSES > Books"): the
+    # lead-in of the lines under it, whatever its length or numbering.
+    if " > " in line:
+        return True
+    return not re.search(r"\d", line) and len(line.split()) <= 6
+
+
+def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray, *, question: str,
+          max_sentences: int) -> list[_Sentence]:
+    order = [int(i) for i in np.argsort(-scores, kind="stable")]
+    top = scores[order[0]]
+    best = sentences[order[0]]
+    picks = [best]
+
+    def neighbour(offset: int) -> _Sentence | None:
+        return next((s for s in sentences if s.passage == best.passage and s.index == best.index + offset), None)
+
+    named = features.names(question) | features.places(question, widen=True)
+    kind = features.answer_kind(question)
+    asked_places = features.places(question, widen=True)
+    asked = features.question_terms(question)
+
+    def elsewhere(s: _Sentence) -> bool:
+        """A sentence about another place than the one asked about (the Riyadh row under the Dubai one)."""
+        places = features.places(s.scored_text)
+        return bool(asked_places and places) and not places & asked_places and not _for_any_place(s.text)
+
+    def said(s: _Sentence) -> bool:
+        """Already in the answer, perhaps from the overlap of two chunks of one page."""
+        return " ".join(s.text.split()).casefold() in {" ".join(p.text.split()).casefold() for p in picks}
+
+    def may_join(s: _Sentence) -> bool:
+        """Not yet said, not an old value (never quoted beside the current one), not another place's."""
+        return not said(s) and not features.is_history(s.text) and not elsewhere(s)
+
+    for found in (neighbour(1), neighbour(-1)):
+        if found is None or len(picks) >= max_sentences or not np.isfinite(scores[sentences.index(found)]) \
+                or not may_join(found):
+            continue
+        if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named,
+                        kind, asked, question=question):
+            picks.append(found)
+    span = features.asked_span(question)
+    if span is not None and features.span_fit(span, best.scored_text) <= 0 and len(picks) < max_sentences:
+        # The question states its case ("let go after ~8 months"), the best sentence is no threshold that
+        # holds it ("… you may be eligible for a severance package"): the one of its passage that does
+        # comes with it ("… less than 1 year, … 4 weeks pay").
+        holding = next((sentences[i] for i in order[1:] if sentences[i].passage == best.passage
+                        and np.isfinite(scores[i]) and features.span_fit(span, sentences[i].scored_text) > 0), None)
+        if holding is not None and may_join(holding):
+            picks.append(holding)
+    if features.kind_score(kind, best.text, question=question) < 0 \
+            and not any(features.kind_score(kind, s.text, question=question) > 0 for s in picks):
+        # The best sentence restates what was asked without the kind of answer asked for ("… send
+        # simulated phishing emails to team members" for "how often"): the best one of that kind,
+        # anywhere in the passages read, comes with it when it is nearly as close, in place of a
+        # neighbour if the answer is full.
+        margin = KIND_MARGINS.get(kind or "", KIND_MARGIN)
+        answering = next((sentences[i] for i in order[1:] if np.isfinite(scores[i]) and scores[i] >= top - margin
+                          and features.kind_score(kind, sentences[i].text, question=question) > 0), None)
+        if answering is not None and may_join(answering):
+            picks = [*picks[: max_sentences - 1], answering]
+    for i in order[1:]:
+        if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
+            break
+        if may_join(sentences[i]):
+            picks.append(sentences[i])
+    return sorted(picks, key=lambda s: (s.passage, s.index))
+
+
+def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str], kind: str | None,
+                 asked: AbstractSet[str] = frozenset(), *, question: str = "") -> bool:
+    """Whether a sentence next to the best one belongs in the answer: the exception, population or
+    local amount that limits it, the exclusion that follows a general rule, the continuation of a
+    number, or the answer itself when the best one only restates what was asked ("… send simulated
+    phishing emails to team members." then "… one campaign each fiscal quarter." for "how often"),
+    or introduces it ("… Group RRSP through Canada Life." then "Employer matching up to 3% …" for
+    "do they match retirement savings?": the figure, and a word of the question the best lacks), or
+    what the best one points back to ("These are used in geochronologic studies" after the sentence
+    that says what "these" are)."""
+    after = other.index > best.index
+    if after and best.faq and not other.answers_faq:
+        return True  # the rest of a short FAQ answer ("A: Unfortunately, not at this time. The maximum is …")
+    if features.kind_score(kind, best.text, question=question) < 0 \
+            < features.kind_score(kind, other.text, question=question):
+        return True
+    if not after and _POINTS_BACK.match(best.text):
+        return True  # what "These are used in …" points back to
+    if _EXCEPTION_START.search(other.text) and (after or _FIGURE.search(best.text)):
+        return True
+    if after and _SCOPE_START.search(other.text):
+        return True
+    if named and named & features.with_places(features.tokens(other.text), other.text) \
+            and not named & features.with_places(features.tokens(best.text), best.text):
+        return True  # the question's place or team is named in the neighbour, not in the best
+    if after and _NEGATION.search(other.text) and not _NEGATION.search(best.text) \
+            and features.tokens(other.text) & features.tokens(best.text):
+        return True  # "… are eligible." then "Store and warehouse roles are not eligible …"
+    if after and _FIGURE.search(other.text) and not _FIGURE.search(best.text) \
+            and (asked & features.tokens(other.text)) - features.tokens(best.text):
+        return True
+    return after and similar and bool(_FIGURE.search(best.text))
+
+
+def _for_any_place(sentence: str) -> bool:
+    return bool(_ANY_PLACE.search(sentence))
 
 
 # A line break written as HTML inside a table cell ("66.67% (STD)<br>After 12 weeks: …") is shown as

@@ -17,10 +17,13 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from graph.answerers.features import tokens
+from graph.answerers.figures import FIGURE_NAMES, asked_figure, states_figure
+from graph.coverage import find_gap, named_passages
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
-from graph.tenant_names import EMPTY, Lexicon, TenantNames, by_organisation, named_organisation
-from retrieval.conflicts import ConflictReport
+from graph.tenant_names import EMPTY, Lexicon, TenantNames, by_organisation
+from retrieval.conflicts import ConflictReport, negated_scopes
 from retrieval.language import detect_language
 from retrieval.search import Passage, Searcher, SearchResult
 
@@ -33,14 +36,15 @@ ConflictCheck = Callable[[str, Sequence[Passage]], ConflictReport]
 
 # (question, passages) → the sentence an answer would quote first (ExtractiveAnswerer.closest_sentence).
 ClosestSentence = Callable[[str, Sequence[Passage]], Awaitable[str | None]]
-# (question, passages, floor) → the judge's reading of them: {"ok": bool, "answerable", "reason", …}
-# (ExtractiveAnswerer.judge_passages).
-JudgePassages = Callable[[str, Sequence[Passage], float | None], Awaitable[dict[str, Any]]]
+# (question, passages, floor) → the sentences an answer would quote (ExtractiveAnswerer.quoted_sentences).
+QuotedSentences = Callable[[str, Sequence[Passage], float | None], Awaitable[list[str]]]
+# A question with more known words than this is chatty: its conflicts are judged on what it gets.
+CHATTY_TERMS = 6
 
 
 def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None,
                conflict_check: ConflictCheck | None = None, closest_sentence: ClosestSentence | None = None,
-               judge_passages: JudgePassages | None = None):
+               quoted_sentences: QuotedSentences | None = None):
     tenant_names = TenantNames(searcher.catalog)
 
     async def tools(state: ConversationState) -> dict[str, Any]:
@@ -83,14 +87,14 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                                        tool_call_id=call["id"], name="search_policies"))
                 continue
             searches.append({"query": query, **result.trace()})
-            found, gate, found_conflicts, reading = await _screen(
-                state["question"], result, conflict_check, closest_sentence, judge_passages,
+            found, gate, found_conflicts, missing = await _screen(
+                state["question"], result, conflict_check, closest_sentence, quoted_sentences,
                 lexicon=lambda: tenant_names.lexicon(scope.tenant_id))
             if found_conflicts:
                 conflicts.extend(found_conflicts)
                 signals.append("conflicting_sources")
-            if reading is not None:
-                searches[-1]["judge"] = reading
+            if missing:
+                searches[-1]["missing_terms"] = missing
             known = {p["chunk_id"] for p in passages}
             fresh = [passage_to_state(p) for p in found if p.chunk_id not in known]
             passages.extend(fresh)
@@ -116,53 +120,63 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
 
 
 async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
-                  closest: ClosestSentence | None, judge: JudgePassages | None = None, *,
+                  closest: ClosestSentence | None, quoted: QuotedSentences | None = None, *,
                   lexicon: Callable[[], Awaitable[Lexicon]] | None = None
-                  ) -> tuple[list[Passage], str | None, list[dict[str, Any]], dict[str, Any] | None]:
+                  ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
-    aside, and, for a question that names one of the tenant's organisations, only its documents'),
-    the gate, the conflicts found among them, and the judge's reading. The judge decides whether the
-    passages answer the question at all: when no sentence of them reads as an answer, the turn
-    escalates as `below_score_floor` with the judge's reason. `lexicon`: the tenant's names, read
-    once the search has passed its gate."""
+    aside, and, for a question that names one of the tenant's companies, only its documents'), the
+    gate, the conflicts found among them, and the question's distinguishing words no passage fit to
+    quote holds (a neighbouring rule, not the one asked about: `below_score_floor`), or the kind of
+    figure asked that no sentence an answer would quote states (graph/answerers/figures.py: "how much
+    does each share pay out?" over "You'll accrue one share per month …"). `lexicon`: the
+    tenant's names and words, read once the search has passed its gate."""
     found, gate = list(result.passages), result.gate
     conflicts: list[dict[str, Any]] = []
+    missing: list[str] = []
     if gate is not None or not found:
-        return found, gate, conflicts, None
+        return found, gate, conflicts, missing
     known = await lexicon() if lexicon is not None else EMPTY
     if known.organisations:
         found = [replace(p, organisation=known.organisations.get(p.doc_id)) for p in found]
-    # A question that names an organisation is answered only from its documents: another company's
+    # A question that names a company is answered only from its documents: another company's
     # different figure is no conflict for it (nor evidence). One that names none, in a tenant of
     # several, may be asked of each: two organisations' different figures are two answers, given
     # under each one's name, and a conflict is one within an organisation's documents.
-    found = named_organisation(question, found, known)
+    named = named_passages(question, found, known)
     if conflict_check is not None:
-        compared = await _conflict_question(question, found, closest)
+        compared = await _conflict_question(question, named, closest)
         overridden: set[str] = set()
-        for group in by_organisation(found):
+        for group in by_organisation(named):
             report = conflict_check(compared, group)
             conflicts += report.as_json()
             overridden |= report.overridden
         # An ordered pair (later effective date, supersedes) is no conflict: quote only the
         # passage that applies.
         found = [p for p in found if p.chunk_id not in overridden]
-    reading = None
-    if not conflicts and judge is not None:
-        reading = await judge(question, found, result.min_score)
-        if not reading["ok"]:
-            gate = "below_score_floor"
-        else:  # what goes on to the answerer: the passages with a sentence the judge reads as answering
-            answering = set(reading.get("answering") or ())
-            found = [p for p in found if p.chunk_id in answering] or found
-    return found, gate, conflicts, reading
+        named = [p for p in named if p.chunk_id not in overridden]
+    if not conflicts:
+        gap = find_gap(question, found, min_score=result.min_score, lexicon=known)
+        if gap is not None:
+            gate, missing = "below_score_floor", list(gap.missing)
+        else:
+            found = named
+            figure = asked_figure(question)
+            if figure is not None and quoted is not None:
+                shown = await quoted(question, found, result.min_score)
+                if shown and not any(states_figure(figure, sentence) for sentence in shown):
+                    gate, missing = "below_score_floor", [FIGURE_NAMES[figure]]
+    return found, gate, conflicts, missing
 
 
 async def _conflict_question(question: str, found: Sequence[Passage], closest: ClosestSentence | None) -> str:
-    """What the conflict check compares the passages on: the question itself, or, for a question in
-    another language than the passages (no shared words), the sentence the judge reads as its answer:
-    a conflict is another document giving a different value for exactly that."""
-    if closest is None or detect_language(question) == found[0].lang:
+    """What the conflict check compares the passages on. Usually the question itself; for a question
+    in another language than the passages (no shared words) or a long chatty one (its words dilute
+    the half-the-terms rule), the sentence an answer would quote: a conflict is another document
+    giving a different value for exactly that."""
+    if closest is None:
         return question
+    cross_language = detect_language(question) != found[0].lang
+    if not cross_language and (len(tokens(question)) <= CHATTY_TERMS or negated_scopes(question)):
+        return question  # a negated scope ("outside trade-show weeks") is read from the question
     sentence = await closest(question, found)
     return sentence or question

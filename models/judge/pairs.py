@@ -100,7 +100,7 @@ def squad_pairs(articles: Iterable[int], rng: random.Random) -> list[Pair]:
 
 def page_candidates(paths: Sequence[str]) -> list[PageCandidate]:
     """Every candidate sentence of these handbook pages, read as ingestion and the answerer read them."""
-    from graph.answerers.candidates import answer_candidates  # build-time: the answerer's own reading
+    from graph.answerers.extractive import answer_candidates  # build-time: the answerer's own reading
     from models.minilm import bundled_model_dir
     from retrieval.chunk import chunk_document, model_token_counter
     from retrieval.parse import parse_bytes

@@ -6,6 +6,7 @@ The CrossEncoder is a tiny randomly initialised BERT built here from the bundled
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
@@ -13,18 +14,27 @@ import numpy as np
 import pytest
 import torch
 
+import retrieval.rerank as rerank_module
 from bot.services import open_services
 from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder, bundled_model_dir
 from retrieval.ingest import vector_row
 from retrieval.rerank import (
     COVERAGE_FLOOR,
+    GLOSSARY_COVERAGE_FLOOR,
+    GLOSSARY_DENSE,
+    GLOSSARY_GROUPS,
+    INDEXED_VOCABULARY,
+    UNKNOWN_TERM_FACTOR,
     Candidate,
     CrossEncoderReranker,
-    JudgeReranker,
     SentenceReranker,
     best_sentence,
     build_reranker,
+    content_terms,
+    misspelt_only,
+    near_miss,
 )
+from retrieval.search import glossary_query
 from tests.conftest import make_settings
 
 TEXTS = [
@@ -75,6 +85,66 @@ def test_coverage_penalises_chunks_missing_the_question_terms(embedder: Embedder
     assert with_terms[0] > with_terms[1]
 
 
+def test_chat_filler_and_abbreviations_do_not_count_against_coverage(embedder: Embedder) -> None:
+    """A colloquial question scores the chunk that answers it as its plain wording does."""
+    cands = candidates(embedder, ["Annual leave. You may carry over up to 5 days of annual leave per year into the next year."])
+    reranker = SentenceReranker()
+
+    def coverage_terms(question: str) -> set[int]:
+        return content_terms(set(query(embedder, question)[SPARSE_EN].indices), "en")
+
+    assert coverage_terms("hey quick q lol, how much annual leave can i carry over per yr pls") == \
+        coverage_terms("annual leave carry over per year")
+    chatty = "hey quick q lol, how much annual leave can i carry over per yr pls"
+    plain = "how much annual leave can i carry over per year"
+    with_terms = reranker.score(query=chatty, query_vecs=query(embedder, chatty), language="en", candidates=cands)
+    without = reranker.score(query=chatty, query_vecs=query(embedder, chatty, sparse=False), language="en",
+                             candidates=cands)
+    assert with_terms[0] == pytest.approx(without[0], abs=1e-6)  # every content term is in the chunk
+    assert content_terms(coverage_terms(plain), "ar") == coverage_terms(plain)  # Arabic terms as they are
+    assert 0 < with_terms[0]
+
+
+@pytest.mark.parametrize(("question", "scaled"), [
+    ("wholesale returns receipt", True),  # no candidate knows "wholesale": every score is scaled
+    ("electronicss returns receipt", False),  # a typo of "electronics", which they contain: not scaled
+])
+def test_one_unknown_term_scales_every_score_unless_it_is_a_typo(embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
+                                                                 question: str, scaled: bool) -> None:
+    cands = candidates(embedder, ["Returns. Retail returns are accepted within 30 days with a receipt.",
+                                  "Electronics. Electronics must be returned within 14 days with a receipt."])
+    q = query(embedder, question)
+    with_rule = SentenceReranker().score(query=question, query_vecs=q, language="en", candidates=cands)
+    monkeypatch.setattr(rerank_module, "UNKNOWN_TERM_FACTOR", 1.0)
+    without = SentenceReranker().score(query=question, query_vecs=q, language="en", candidates=cands)
+    factor = UNKNOWN_TERM_FACTOR if scaled else 1.0
+    assert with_rule == pytest.approx([s * factor for s in without], abs=1e-6)
+
+
+def test_near_misses_are_one_edit_for_short_words_and_two_for_long_ones() -> None:
+    vocab = {"substance", "characterized", "fell", "retail"}
+    assert misspelt_only("What is the susbtance?", "en", set(), []) is False  # no unknown term: nothing to excuse
+    assert near_miss("susbtance", vocab) and near_miss("charecterized", vocab) and near_miss("fall", vocab)
+    assert not near_miss("retial", vocab)  # six letters, two edits away
+    assert not near_miss("wholesale", vocab)
+
+
+def test_a_whole_tenant_vocabulary_is_searched_through_its_index_with_the_same_answers() -> None:
+    # Thousands of words (what graph/coverage.py asks about a tenant's documents): the indexed
+    # search must find every near miss the plain scan finds, and nothing else.
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyzéü0123456789-'"
+    words = {"".join(rng.choice(letters[:26]) for _ in range(rng.randint(3, 12))) for _ in range(4000)}
+    words |= {"reimbursement", "coworking", "bereavement", "ramadan", "naïve", "covid-19", "o'brien"}
+    vocab = frozenset(words)
+    assert len(vocab) >= INDEXED_VOCABULARY
+    probes = ["reimbursment", "cowrking", "bereavment", "ramadhan", "naive", "covid19", "obrien", "wholesale",
+              *(w[:2] + w[3:] for w in sorted(words)[:150]), *(w[::-1] for w in sorted(words)[-150:])]
+    scanned = [near_miss(p, set(vocab)) for p in probes]  # a plain set is scanned word by word
+    assert [near_miss(p, vocab) for p in probes] == scanned
+    assert sum(scanned) > 100 and not all(scanned)
+
+
 def test_missing_vectors_or_no_comparable_vector_score_zero(embedder: Embedder) -> None:
     cand = candidates(embedder, TEXTS[:1])[0]
     bare = Candidate(point_id="x", chunk_id="x", text="t", lang="en", vectors=None)
@@ -93,6 +163,41 @@ def test_arabic_question_is_scored_across_languages_with_the_multilingual_vector
     assert int(np.argmax(scores)) == 0 and scores[0] > 0
 
 
+def test_an_english_chunk_lacking_the_arabic_question_s_english_words_loses(embedder: Embedder) -> None:
+    """Each glossary word group is covered by any of its alternatives; a chunk with none of them is
+    scaled down to the floor, one with all of them keeps its score."""
+    cands = candidates(embedder, TEXTS)
+    question = "ما هو الحد الأقصى لسعر الفندق في بوسطن؟"
+    vecs = query(embedder, question)
+    plain = SentenceReranker().score(query=question, query_vecs=vecs, language="ar", candidates=cands)
+    groups = [frozenset(embedder.embed_query(" ".join(g), vectors=(SPARSE_EN,))[SPARSE_EN].indices)
+              for g in (("hotel",), ("limit", "cap"))]
+    scaled = SentenceReranker().score(query=question, query_vecs={**vecs, GLOSSARY_GROUPS: groups}, language="ar",
+                                      candidates=cands)
+    assert scaled[0] == pytest.approx(plain[0])  # hotel and limit: both there
+    assert scaled[1] == pytest.approx(plain[1] * (GLOSSARY_COVERAGE_FLOOR + (1 - GLOSSARY_COVERAGE_FLOOR) / 2))
+    assert scaled[2] == pytest.approx(plain[2] * GLOSSARY_COVERAGE_FLOOR)  # neither
+
+
+def test_an_english_chunk_scores_the_better_of_the_arabic_question_and_its_english_words(embedder: Embedder) -> None:
+    """A question the glossary knows well is also read, in its English words, as an English question:
+    each English chunk keeps the better of the two scores, so the page that answers comes first."""
+    cands = candidates(embedder, ["Travel expenses. Meals while travelling on company business are reimbursable "
+                                  "up to USD 100 per day.",
+                                  "Working hours. A remote worker may start the day at 6:00 and work until 9:00, "
+                                  "then take a break."])
+    question = "كم يمكنني أن أصرف على الطعام في اليوم أثناء سفري للعمل؟"
+    english = glossary_query(question)
+    assert english is not None and {"food", "day", "travel"} <= set(english.split())
+    vecs = query(embedder, question)
+    plain = SentenceReranker().score(query=question, query_vecs=vecs, language="ar", candidates=cands)
+    read = SentenceReranker().score(query=question, language="ar", candidates=cands,
+                                    query_vecs={**vecs, GLOSSARY_DENSE: query(embedder, english)[DENSE]})
+    assert all(r >= p - 1e-6 for r, p in zip(read, plain, strict=True))
+    assert read[0] > plain[0] and read[0] > read[1]
+    assert glossary_query("متى كانت تجربة ماركوني الإذاعية؟") is None  # a question the glossary barely knows
+
+
 def test_best_sentence_picks_the_answering_sentence(embedder: Embedder) -> None:
     cand = candidates(embedder, ["Travel. The nightly hotel limit in Boston is USD 250. Meals are paid at a "
                                  "per diem of USD 75 per day. Wear a helmet in the warehouse."])[0]
@@ -102,27 +207,8 @@ def test_best_sentence_picks_the_answering_sentence(embedder: Embedder) -> None:
     assert best_sentence(cand.vectors, [0.0] * 10) is None  # wrong dimension: no comparison
 
 
-def test_without_a_judge_the_reranker_is_the_cheap_one() -> None:
+def test_default_reranker_is_the_sentence_reranker() -> None:
     assert isinstance(build_reranker(None), SentenceReranker)
-
-
-def test_the_judge_reranks_on_each_chunk_s_best_sentence(embedder: Embedder) -> None:
-    from models.judge import shared_judge
-
-    reranker = build_reranker(None, judge=shared_judge())
-    assert isinstance(reranker, JudgeReranker) and reranker.name.startswith("judge:")
-    cands = candidates(embedder, TEXTS)
-    for question, best in (("What is the hotel limit in Boston?", 0), ("How fast may forklifts drive?", 1),
-                           ("How many days do I have to return an item?", 2)):
-        scores = reranker.score(query=question, query_vecs=query(embedder, question), language="en",
-                                candidates=cands)
-        assert int(np.argmax(scores)) == best, (question, scores)
-        assert all(0.0 <= s <= 1.0 for s in scores)
-    # a chunk the judge may not read (its budget spent) ranks under every chunk it read
-    stingy = JudgeReranker(shared_judge(), reads=1)
-    question = "Is there a forklift speed limit?"
-    scores = stingy.score(query=question, query_vecs=query(embedder, question), language="en", candidates=cands)
-    assert sorted(scores)[-1] > 0.01 >= sorted(scores)[-2]
 
 
 # -- CrossEncoder from a local directory ---------------------------------------------------------
