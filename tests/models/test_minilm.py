@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.embed import Embedder, bundled_model_dir
 from models.minilm import MiniLM, _erf, _gelu
+from retrieval.embed import Embedder, bundled_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn")
