@@ -37,6 +37,7 @@ from graph.nodes.reasons import (
 )
 from graph.nodes.tools import ConflictCheck, make_tools
 from graph.nodes.validate import validate
+from graph.restricted import restricted_passages
 from graph.routing import route_after_agent, route_after_tools, route_after_validate
 from graph.state import ConversationState, PauseCheck
 from graph.timings import inline_router, timed_call, timed_node
@@ -65,7 +66,8 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
         "set_below_score_floor": set_below_score_floor,
         "set_conflicting_sources": set_conflicting_sources,
         "force_escalate": force_escalate,
-        "human_review": make_human_review(conversations, deadline_hours=escalation_deadline_hours),
+        "human_review": make_human_review(conversations, deadline_hours=escalation_deadline_hours,
+                                          restricted=restricted_passages(searcher)),
     }
     for name, node in nodes.items():  # each node reports its time to the turn (graph/timings.py)
         # (LangGraph's node protocol names the state parameter; a Callable type cannot say so)
