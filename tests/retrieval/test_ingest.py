@@ -372,10 +372,13 @@ async def test_one_failing_job_does_not_stall_the_rest_of_the_batch(services: Se
         await submit(services, f"# Note {i}\n\nNote number {i} about the loading dock.\n".encode(),
                      doc_id=f"notes/n{i}", filename=f"notes/n{i}.md")
     results = await services.ingestor.run_pending()
-    assert [(r.doc_id, r.status) for r in results] == [
-        ("notes/n0", "failed"), ("notes/n1", "published"), ("notes/n2", "published")]
-    assert (await services.jobs.get(job_id=results[0].job_id)).attempts == 1
-    assert [(r.doc_id, r.status) for r in await services.ingestor.run_pending()] == [("notes/n0", "published")]
+    # two jobs run at once: whichever reaches the index first meets the blip
+    failed = [r for r in results if r.status == "failed"]
+    assert len(results) == 3 and len(failed) == 1
+    assert sorted(r.doc_id for r in results if r.status == "published") == sorted(
+        {"notes/n0", "notes/n1", "notes/n2"} - {failed[0].doc_id})
+    assert (await services.jobs.get(job_id=failed[0].job_id)).attempts == 1
+    assert [(r.doc_id, r.status) for r in await services.ingestor.run_pending()] == [(failed[0].doc_id, "published")]
 
 
 @pytest.mark.parametrize(
