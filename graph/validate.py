@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from graph.facts import Facts, facts_in, unsupported_figures
@@ -149,15 +149,12 @@ def is_factual(sentence: str) -> bool:
 
 
 def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
-                    texts: Mapping[str, str] | None = None, effective: Mapping[str, str] | None = None,
-                    supported: Callable[[str, list[str]], bool] | None = None) -> Verdict:
+                    texts: Mapping[str, str] | None = None, effective: Mapping[str, str] | None = None) -> Verdict:
     """`allowed_ids`: the chunk ids sent this turn. `texts` (chunk id → the text that was sent: its
     title, heading and body) turns on the fact check; a cited chunk missing from it supports no figure.
     `effective` (chunk id → its version's effective date, as sent): the date itself, and nothing else,
     is a figure the chunk states ("from 1 January 2025"); its day and year are no amounts or counts
-    ("GBP 1 per night", "within 15 days" are not supported by an effective date of 2025-01-15).
-    `supported(sentence, chunk_ids)`: whether a sentence of the cited chunks states what the factual
-    sentence says (the answer judge's reading, for drafts a model wrote in its own words)."""
+    ("GBP 1 per night", "within 15 days" are not supported by an effective date of 2025-01-15)."""
     allowed = set(allowed_ids)
     if not text or not text.strip():
         return Verdict(ok=False, reason="answer_validation_failed", problems=[{"kind": "empty_draft"}])
@@ -184,8 +181,6 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
                 missing = stated and unsupported_figures(stated, _evidence(valid, texts, evidence, effective or {}))
                 if missing:
                     problems.append({"kind": "unsupported_number", "sentence": i, "count": len(missing)})
-            if valid and supported is not None and not supported(plain_sentence(sentence), valid):
-                problems.append({"kind": "unsupported_sentence", "sentence": i})
     if not cited:
         problems.append({"kind": "no_citations"})
     ok = not problems

@@ -18,7 +18,7 @@ SYMBOLS = {"us$": "usd", "a$": "aud", "c$": "cad", "s$": "sgd", "$": "$", "£": 
 WORDS = {"us dollars": "usd", "us dollar": "usd", "dollars": "$", "dollar": "$", "pounds": "gbp", "pound": "gbp",
          "euros": "eur", "euro": "eur", "riyals": "sar", "riyal": "sar", "dirhams": "aed", "dirham": "aed",
          "دولارات": "$", "دولار": "$", "جنيهات": "gbp", "جنيه": "gbp", "يورو": "eur", "ريالات": "sar", "ريال": "sar",
-         "دراهم": "aed", "درهم": "aed"}
+         "دراهم": "aed", "درهم": "aed", "دنانير": "dinar", "دينار": "dinar"}
 CODE = "|".join(CODES)
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
 PRE = r"(?P<pre>us\$|a\$|c\$|s\$|\$|£|€|¥|₹|﷼|\b(?:" + CODE + r")\b)"
