@@ -192,6 +192,17 @@ class Ingestor:
     async def submit_bytes(self, data: bytes, **kwargs: object) -> FileOutcome:
         return await self.submitter.submit_bytes(data, **kwargs)  # type: ignore[arg-type]
 
+    async def ingest_now(self, data: bytes, *, filename: str, doc_id: str, options: DocumentOptions,
+                         requested_by: str | None = None) -> FileOutcome:
+        """Submit one file and run its job at once, for a caller that reports how it went (the job's
+        lease keeps a worker from running it twice); a refused submission's outcome as it is."""
+        outcome = await self.submit_bytes(data, filename=filename, doc_id=doc_id, options=options,
+                                          requested_by=requested_by)
+        if outcome.status != "queued" or not outcome.job_id:
+            return outcome
+        done = {r.job_id: r for r in await self.run_pending(only=[outcome.job_id])}
+        return done.get(outcome.job_id, outcome)
+
     # -- the worker -----------------------------------------------------------------------------
 
     async def run_pending(self, *, on_progress: ProgressCallback | None = None,

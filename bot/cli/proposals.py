@@ -118,12 +118,8 @@ async def answer_book(settings: Settings, access: AccessPolicy, requested_by: st
         return
     async with local_services(settings, warm=False) as services:
         async def ingest_here(data: bytes, filename: str, doc_id: str, options: DocumentOptions) -> FileOutcome:
-            outcome = await services.ingestor.submit_bytes(data, filename=filename, doc_id=doc_id, options=options,
-                                                           requested_by=requested_by)
-            if outcome.status != "queued" or not outcome.job_id:
-                return outcome
-            done = {r.job_id: r for r in await services.ingestor.run_pending(only=[outcome.job_id])}
-            return done.get(outcome.job_id, outcome)
+            return await services.ingestor.ingest_now(data, filename=filename, doc_id=doc_id, options=options,
+                                                      requested_by=requested_by)
 
         yield AnswerBook(proposals=services.store.proposals, conversations=services.store.conversations,
                          access=services.access, submit=ingest_here)

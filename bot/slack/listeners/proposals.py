@@ -27,12 +27,8 @@ def _book(services: SlackServices, requested_by: str) -> AnswerBook:
     async def ingest(data: bytes, filename: str, doc_id: str, options: DocumentOptions) -> FileOutcome:
         """Queued for the ingestion worker, and run now so the message can say how it went (the job's
         lease keeps the worker from running it twice)."""
-        outcome = await core.ingestor.submit_bytes(data, filename=filename, doc_id=doc_id, options=options,
-                                                   requested_by=requested_by)
-        if outcome.status != "queued" or not outcome.job_id:
-            return outcome
-        done = {r.job_id: r for r in await core.ingestor.run_pending(only=[outcome.job_id])}
-        return done.get(outcome.job_id, outcome)
+        return await core.ingestor.ingest_now(data, filename=filename, doc_id=doc_id, options=options,
+                                              requested_by=requested_by)
 
     return AnswerBook(proposals=core.store.proposals, conversations=core.conversations, access=core.access,
                       submit=ingest)
