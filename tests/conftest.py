@@ -16,6 +16,7 @@ from bot.services import Services, open_services, shared_embedder
 from bot.settings import Settings
 from retrieval.embed import Embedder
 from tests.fake_slack import FakeSlack
+from tests.pg import PgServer, unavailable_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_HANDBOOK = ROOT / "sample" / "handbook"
@@ -44,6 +45,31 @@ def _root_logging_restored() -> Iterator[None]:
         if handler not in root.handlers:
             root.addHandler(handler)
     root.setLevel(level)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL 15 server for this test process (tests/pg.py), started on first use and
+    stopped at the end of the session; the tests that use it are skipped, with the reason, only
+    where the PostgreSQL binaries are not installed."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    server = PgServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_database_url(pg_server: PgServer) -> Iterator[str]:
+    """A `postgresql://` URL of an empty database of this test's own (a schema), dropped after it."""
+    url = pg_server.new_database_url()
+    try:
+        yield url
+    finally:
+        pg_server.drop_database(url)
 
 
 @pytest.fixture(scope="session")
