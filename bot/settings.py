@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -13,6 +13,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
     cairn_home: Path = Field(default=Path(".cairn"), alias="CAIRN_HOME")
+    # Unset: the state is SQLite at CAIRN_HOME/cairn.db. `postgresql://…`: the state store is that database.
+    database_url: str | None = Field(default=None, alias="CAIRN_DATABASE_URL")
     access_file: Path | None = Field(default=None, alias="CAIRN_ACCESS_FILE")
 
     slack_bot_token: str | None = Field(default=None, alias="SLACK_BOT_TOKEN")
@@ -70,9 +72,24 @@ class Settings(BaseSettings):
     controls_cache_s: float = Field(default=2.0, alias="CAIRN_CONTROLS_CACHE")
     log_content: bool = Field(default=False, alias="CAIRN_LOG_CONTENT")
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_only(cls, value: str | None) -> str | None:
+        if not value or not value.strip():
+            return None
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("CAIRN_DATABASE_URL must be a postgresql:// URL (leave it unset for SQLite under"
+                             " CAIRN_HOME)")
+        return value.strip()
+
     @cached_property
     def db_path(self) -> Path:
         return self.cairn_home / "cairn.db"
+
+    @property
+    def database(self) -> Path | str:
+        """Where the state store lives, as `store.db.open_db` takes it: CAIRN_DATABASE_URL, or the SQLite file."""
+        return self.database_url or self.db_path
 
     @cached_property
     def checkpoint_path(self) -> Path:

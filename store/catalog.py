@@ -54,10 +54,10 @@ class Catalog:
     async def sync_tenants(self, *, tenants: dict[str, Iterable[str]]) -> None:
         async with transaction(self._conn) as conn:
             for tenant_id, groups in tenants.items():
-                await conn.execute("INSERT OR IGNORE INTO tenants (tenant_id) VALUES (?)", (tenant_id,))
+                await conn.execute("INSERT INTO tenants (tenant_id) VALUES (?) ON CONFLICT DO NOTHING", (tenant_id,))
                 for group in groups:
                     await conn.execute(
-                        "INSERT OR IGNORE INTO groups (tenant_id, group_name) VALUES (?, ?)",
+                        "INSERT INTO groups (tenant_id, group_name) VALUES (?, ?) ON CONFLICT DO NOTHING",
                         (tenant_id, group),
                     )
 
@@ -79,7 +79,7 @@ class Catalog:
         """Another document id of the tenant that differs from `doc_id` only in letter case, if any: on a
         case-insensitive file system (macOS, Windows volumes) their stored originals would be one file."""
         async with self._conn.execute(
-            "SELECT doc_id FROM documents WHERE tenant_id=? AND doc_id=? COLLATE NOCASE AND doc_id!=? LIMIT 1",
+            "SELECT doc_id FROM documents WHERE tenant_id=? AND lower(doc_id)=lower(?) AND doc_id!=? LIMIT 1",
             (tenant_id, doc_id, doc_id),
         ) as cur:
             row = await cur.fetchone()
@@ -119,7 +119,7 @@ class Catalog:
         """
         now = iso()
         async with transaction(self._conn) as conn:
-            await conn.execute("INSERT OR IGNORE INTO tenants (tenant_id) VALUES (?)", (tenant_id,))
+            await conn.execute("INSERT INTO tenants (tenant_id) VALUES (?) ON CONFLICT DO NOTHING", (tenant_id,))
             await conn.execute(
                 "INSERT INTO documents (tenant_id, doc_id, title, policy_id, owner, sensitivity,"
                 " supersedes, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -165,9 +165,12 @@ class Catalog:
         """Per chunk: chunk_id, dim, chunk_vec, ml_dim, ml_vec, sentences, sent_dim, sentence_vecs, terms."""
         async with transaction(self._conn) as conn:
             await conn.executemany(
-                "INSERT OR REPLACE INTO chunk_vectors (chunk_id, dim, chunk_vec, ml_dim, ml_vec, sentences,"
+                "INSERT INTO chunk_vectors (chunk_id, dim, chunk_vec, ml_dim, ml_vec, sentences,"
                 " sent_dim, sentence_vecs, terms) VALUES (:chunk_id, :dim, :chunk_vec, :ml_dim, :ml_vec,"
-                " :sentences, :sent_dim, :sentence_vecs, :terms)",
+                " :sentences, :sent_dim, :sentence_vecs, :terms) ON CONFLICT(chunk_id) DO UPDATE SET"
+                " dim=excluded.dim, chunk_vec=excluded.chunk_vec, ml_dim=excluded.ml_dim, ml_vec=excluded.ml_vec,"
+                " sentences=excluded.sentences, sent_dim=excluded.sent_dim, sentence_vecs=excluded.sentence_vecs,"
+                " terms=excluded.terms",
                 rows,
             )
 
@@ -206,9 +209,11 @@ class Catalog:
         rows = [{"ml_dim": None, "ml_vecs": None, "scheme": 0, **row} for row in rows]
         async with transaction(self._conn) as conn:
             await conn.executemany(
-                "INSERT OR REPLACE INTO answer_vectors (chunk_id, texts, dim, vecs, ml_dim, ml_vecs, scheme) SELECT"
+                "INSERT INTO answer_vectors (chunk_id, texts, dim, vecs, ml_dim, ml_vecs, scheme) SELECT"
                 " :chunk_id, :texts, :dim, :vecs, :ml_dim, :ml_vecs, :scheme"
-                " WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id=:chunk_id)", rows)
+                " WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id=:chunk_id) ON CONFLICT(chunk_id) DO UPDATE SET"
+                " texts=excluded.texts, dim=excluded.dim, vecs=excluded.vecs, ml_dim=excluded.ml_dim,"
+                " ml_vecs=excluded.ml_vecs, scheme=excluded.scheme", rows)
 
     async def load_answer_vectors(self, *, chunk_ids: Sequence[str]) -> dict[str, aiosqlite.Row]:
         return await self._rows_by_chunk("answer_vectors", chunk_ids)

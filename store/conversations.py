@@ -116,13 +116,17 @@ class ConversationStore:
         """Write (or rewrite) a turn; `answer` is only ever the text the user was shown. The statement
         has committed when this returns (`record_turn` also reads the row back; the runner has what it wrote)."""
         await self._run(
-            "INSERT OR REPLACE INTO turns (turn_id, session_id, user_id, tenant_id, question, route, reason,"
+            "INSERT INTO turns (turn_id, session_id, user_id, tenant_id, question, route, reason,"
             " answer, top_score, passages, trace, answerer, model, prompt_version, validation, timings,"
-            " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-            " COALESCE((SELECT created_at FROM turns WHERE turn_id=?), ?))",
+            " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(turn_id) DO UPDATE SET"
+            " session_id=excluded.session_id, user_id=excluded.user_id, tenant_id=excluded.tenant_id,"
+            " question=excluded.question, route=excluded.route, reason=excluded.reason, answer=excluded.answer,"
+            " top_score=excluded.top_score, passages=excluded.passages, trace=excluded.trace,"
+            " answerer=excluded.answerer, model=excluded.model, prompt_version=excluded.prompt_version,"
+            " validation=excluded.validation, timings=excluded.timings",
             (turn_id, session_id, user_id, tenant_id, question, route, reason, answer, top_score,
              _dump(passages), _dump(trace), answerer, model, prompt_version,
-             None if validation is None else _dump(validation), _dump(timings or {}), turn_id, iso()),
+             None if validation is None else _dump(validation), _dump(timings or {}), iso()),
         )
 
     async def get_turn(self, *, turn_id: str) -> TurnRecord | None:
@@ -147,9 +151,9 @@ class ConversationStore:
         now = utcnow()
         deadline = iso(now + timedelta(hours=deadline_hours)) if deadline_hours else None
         await self._run(
-            "INSERT OR IGNORE INTO escalations (escalation_id, session_id, turn_id, tenant_id, user_id,"
+            "INSERT INTO escalations (escalation_id, session_id, turn_id, tenant_id, user_id,"
             " question, reason, transcript, passages, top_score, status, deadline_at, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?)",
+            " VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?) ON CONFLICT DO NOTHING",
             (escalation_id, session_id, turn_id, tenant_id, user_id, question, reason, transcript,
              _dump(passages or []), top_score, deadline, iso(now)),
         )
@@ -193,8 +197,8 @@ class ConversationStore:
     async def append_to_escalation(self, *, escalation_id: str, author: str, text: str) -> None:
         """A follow-up from the user while a person is on it: kept on the escalation's transcript."""
         await self._run(
-            "UPDATE escalations SET transcript = transcript || CASE WHEN transcript='' THEN '' ELSE char(10) END"
-            " || ? WHERE escalation_id=?", (f"{author}: {text}", escalation_id))
+            "UPDATE escalations SET transcript = transcript || CASE WHEN transcript='' THEN '' ELSE ? END"
+            " || ? WHERE escalation_id=?", ("\n", f"{author}: {text}", escalation_id))
 
     async def set_thread(self, *, escalation_id: str, channel: str, thread_ts: str) -> None:
         await self._changed("UPDATE escalations SET channel=?, thread_ts=? WHERE escalation_id=?",
@@ -205,8 +209,8 @@ class ConversationStore:
         """True the first time this (escalation, message key) is seen; a retry changes nothing."""
         now = iso()
         new = await self._changed(
-            "INSERT OR IGNORE INTO admin_replies (escalation_id, message_key, admin_id, text, created_at)"
-            " VALUES (?,?,?,?,?)", (escalation_id, message_key, admin_id, text, now)) == 1
+            "INSERT INTO admin_replies (escalation_id, message_key, admin_id, text, created_at)"
+            " VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING", (escalation_id, message_key, admin_id, text, now)) == 1
         if new:
             await self._changed("UPDATE escalations SET first_reply_at=COALESCE(first_reply_at, ?)"
                                 " WHERE escalation_id=?", (now, escalation_id))
@@ -275,7 +279,7 @@ class ConversationStore:
 
     async def seen_event(self, *, key: str) -> bool:
         """True the first time a key is seen (Slack retries deliver the same event again)."""
-        return await self._changed("INSERT OR IGNORE INTO seen_events (event_key, created_at) VALUES (?,?)",
+        return await self._changed("INSERT INTO seen_events (event_key, created_at) VALUES (?,?) ON CONFLICT DO NOTHING",
                                    (key, iso())) == 1
 
 

@@ -1,4 +1,5 @@
-"""Connection and schema. `open_db` returns a ready `Database`; `setup` is idempotent."""
+"""Connection and schema. `open_db` returns a ready `Database` (SQLite, or PostgreSQL through store/pg.py
+when given a `postgresql://` URL); `setup` is idempotent. MIGRATIONS is the one schema of both engines."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import aiosqlite
 
@@ -315,7 +317,23 @@ async def _companion(path: Path) -> aiosqlite.Connection:
     return conn
 
 
-async def open_db(path: Path) -> Database:
+def is_database_url(target: Path | str) -> bool:
+    """Whether `target` names a PostgreSQL database (`postgresql://…` or `postgres://…`) rather than a file."""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+async def open_db(target: Path | str) -> Database:
+    """The ready database: SQLite at a file path, or PostgreSQL at a `postgresql://` URL (store/pg.py).
+
+    On PostgreSQL the object returned is a `store.pg.PgDatabase`, which offers the part of
+    `Database` the stores use (store/pg.py lists it); it is typed as `Database` so that callers
+    do not fork per engine.
+    """
+    if is_database_url(target):
+        from store.pg import open_pg
+
+        return cast(Database, await open_pg(str(target), MIGRATIONS))
+    path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = Database(_connector(path), 64)
     await conn

@@ -287,7 +287,7 @@ class Jobs:
     async def case_twin(self, *, tenant_id: str, doc_id: str) -> str | None:
         """The document id of an unfinished job of the tenant that differs from `doc_id` only in case."""
         async with self._conn.execute(
-            f"SELECT doc_id FROM ingest_jobs WHERE tenant_id=? AND doc_id=? COLLATE NOCASE AND doc_id!=?"
+            f"SELECT doc_id FROM ingest_jobs WHERE tenant_id=? AND lower(doc_id)=lower(?) AND doc_id!=?"
             f" AND state IN ({','.join('?' * len(UNFINISHED_STATES))}) LIMIT 1",
             (tenant_id, doc_id, doc_id, *UNFINISHED_STATES),
         ) as cur:

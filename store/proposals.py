@@ -86,8 +86,8 @@ class ProposedAnswers:
         False) when one was filed before."""
         proposal_id = f"pa-{uuid.uuid4().hex[:10]}"
         cur = await self._conn.execute(
-            "INSERT OR IGNORE INTO proposed_answers (proposal_id, escalation_id, tenant_id, question, answer,"
-            " admin_id, admin_name, groups, owner, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO proposed_answers (proposal_id, escalation_id, tenant_id, question, answer,"
+            " admin_id, admin_name, groups, owner, created_at) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
             (proposal_id, escalation_id, tenant_id, question, answer, admin_id, admin_name,
              json.dumps(sorted(groups)), owner, iso(now or utcnow())))
         created = cur.rowcount == 1

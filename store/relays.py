@@ -63,8 +63,8 @@ class Relays:
     async def expect(self, *, escalation_id: str, message_key: str, admin_id: str, admin_name: str, text: str,
                      now: datetime | None = None) -> None:
         """Before the reply is delivered: from here on it is either shown to the asker or pending."""
-        await self._run("INSERT OR IGNORE INTO relays (escalation_id, message_key, admin_id, admin_name, text,"
-                        " created_at) VALUES (?,?,?,?,?,?)",
+        await self._run("INSERT INTO relays (escalation_id, message_key, admin_id, admin_name, text,"
+                        " created_at) VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING",
                         (escalation_id, message_key, admin_id, admin_name, text, iso(now)))
 
     async def answered(self, *, escalation_id: str, message_key: str, answer: str, turn_id: str) -> None:

@@ -89,7 +89,8 @@ class EscalationReports:
                                tenant_id: str | None = None) -> FeedbackCounts:
         window = (iso(start), iso(end), tenant_id, tenant_id)
         async with self._conn.execute(
-            "SELECT COALESCE(SUM(f.value=1),0), COALESCE(SUM(f.value=-1),0) FROM feedback f"
+            "SELECT COALESCE(SUM(CASE WHEN f.value=1 THEN 1 ELSE 0 END),0),"
+            " COALESCE(SUM(CASE WHEN f.value=-1 THEN 1 ELSE 0 END),0) FROM feedback f"
             " LEFT JOIN turns t ON t.turn_id=f.turn_id"
             " WHERE f.created_at >= ? AND f.created_at < ? AND (? IS NULL OR t.tenant_id=?)", window) as cur:
             row = await cur.fetchone()

@@ -73,7 +73,8 @@ class RunClaims:
         """
         token = uuid.uuid4().hex
         fresh = {"state": "claimed", "token": token, "claimed_at": iso(now)}
-        cur = await self._conn.execute("INSERT OR IGNORE INTO job_runs (run_key, created_at, detail) VALUES (?,?,?)",
+        cur = await self._conn.execute("INSERT INTO job_runs (run_key, created_at, detail) VALUES (?,?,?)"
+                                       " ON CONFLICT DO NOTHING",
                                        (run_key, iso(now), json.dumps(fresh)))
         inserted = cur.rowcount == 1
         await cur.close()

@@ -1,5 +1,6 @@
 """`cairn jobs` lists what the ingestion queue holds and `cairn jobs cancel ID` takes a job out of it for
-good (SQLite only: it works while the server holds the index)."""
+good (it works while the server holds the index); on either engine, and with CAIRN_DATABASE_URL naming
+PostgreSQL, no SQLite file is written."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from store.jobs import Jobs
 from tests.conftest import SAMPLE_ACCESS
 
 
-async def _enqueue(db_path: Path, doc_id: str) -> str:
+async def _enqueue(db_path: Path | str, doc_id: str) -> str:
     db = await open_db(db_path)
     try:
         job, _ = await Jobs(db).enqueue(tenant_id="larkspur", doc_id=doc_id, source_path=f"{doc_id}.md",
@@ -25,7 +26,7 @@ async def _enqueue(db_path: Path, doc_id: str) -> str:
         await db.close()
 
 
-async def _claimable(db_path: Path) -> list[str]:
+async def _claimable(db_path: Path | str) -> list[str]:
     db = await open_db(db_path)
     try:
         jobs, found = Jobs(db), []
@@ -43,11 +44,14 @@ def _cairn(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
 
 
 def test_jobs_lists_the_queue_and_cancel_takes_a_job_out_for_good(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        engine: str, database_target: Path | str) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("CAIRN_HOME", str(home))
     monkeypatch.setenv("CAIRN_ACCESS_FILE", str(SAMPLE_ACCESS))
-    db_path = home / "cairn.db"
+    db_path = home / "cairn.db" if engine == "sqlite" else database_target
+    if engine == "postgresql":
+        monkeypatch.setenv("CAIRN_DATABASE_URL", str(database_target))
     poison = asyncio.run(_enqueue(db_path, "ops/poison"))
     other = asyncio.run(_enqueue(db_path, "ops/dock"))
 
@@ -70,3 +74,4 @@ def test_jobs_lists_the_queue_and_cancel_takes_a_job_out_for_good(
     assert code != 0 and "already finished (cancelled)" in err
     code, _, err = _cairn(capsys, "jobs", "cancel", "feedface")
     assert code != 0 and "no job 'feedface'" in err
+    assert (home / "cairn.db").exists() == (engine == "sqlite")
