@@ -135,7 +135,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
 
     settings.cairn_home.mkdir(parents=True, exist_ok=True)
     access = AccessPolicy.load(settings.access_file)
-    db = await open_db(settings.db_path)
+    db = await open_db(settings.database)
     embedder = embedder or shared_embedder(settings)
     try:
         index = open_index(path=settings.index_path, url=settings.qdrant_url, api_key=settings.qdrant_api_key,
@@ -187,9 +187,9 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
 
 @asynccontextmanager
 async def open_store(settings: Settings, *, controls_cache_s: float | None = None) -> AsyncIterator[Store]:
-    """The stores over one SQLite connection, closed on exit."""
+    """The stores over one database connection (SQLite, or PostgreSQL with CAIRN_DATABASE_URL), closed on exit."""
     settings.cairn_home.mkdir(parents=True, exist_ok=True)
-    db = await open_db(settings.db_path)
+    db = await open_db(settings.database)
     try:
         store = _store(settings, db, controls_cache_s=controls_cache_s)
         await store.sources.setup()
