@@ -292,6 +292,7 @@ class Database(aiosqlite.Connection):
     question never queues behind an autocommit write that waits for the writer's lock.
     """
 
+    dialect = "sqlite"
     writer: aiosqlite.Connection
     reader: aiosqlite.Connection
     write_lock: asyncio.Lock
@@ -360,16 +361,34 @@ _HOLDING: ContextVar[frozenset[int]] = ContextVar("cairn_db_holding", default=fr
 _FALLBACK_LOCKS: weakref.WeakKeyDictionary[aiosqlite.Connection, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
+def dialect_of(conn: object) -> str:
+    """"sqlite" or "postgresql": what a connection `open_db` made (or one of its companions) speaks."""
+    return str(getattr(conn, "dialect", "sqlite"))
+
+
+def skip_locked(conn: object) -> str:
+    """The clause a claim's SELECT ends with inside `transaction(conn, rows_only=True)`: on PostgreSQL
+    ` FOR UPDATE SKIP LOCKED` (the rows read are locked until commit, and rows another process has
+    locked are passed over), on SQLite nothing (its transaction already holds the whole database)."""
+    return " FOR UPDATE SKIP LOCKED" if dialect_of(conn) == "postgresql" else ""
+
+
 class transaction:
     """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on error, on the database's writer connection.
 
     One transaction at a time per database (and SQLite serialises writers across processes); use
     only the connection it yields inside the block. Readers and autocommit writers on the database's
     other connections see the state before or after, never between.
+
+    On PostgreSQL the same holds across processes: the transaction takes a database-wide lock first
+    (store/pg.py). With `rows_only=True` it does not: it is for a claim whose statements lock the rows
+    they read (`skip_locked`), so that several processes claim different rows at once. On SQLite
+    `rows_only` changes nothing.
     """
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, *, rows_only: bool = False) -> None:
         self._conn = conn
+        self._begin = "BEGIN" if rows_only and dialect_of(conn) == "postgresql" else "BEGIN IMMEDIATE"
         self._target: aiosqlite.Connection = getattr(conn, "writer", conn)
         self._lock = getattr(conn, "write_lock", None) or _FALLBACK_LOCKS.setdefault(conn, asyncio.Lock())
         self._token: Token[frozenset[int]] | None = None
@@ -380,7 +399,7 @@ class transaction:
             raise RuntimeError("a transaction is already open on this database in this task")
         await self._lock.acquire()
         try:
-            await self._target.execute("BEGIN IMMEDIATE")
+            await self._target.execute(self._begin)
         except BaseException:
             self._lock.release()
             raise

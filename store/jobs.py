@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 import aiosqlite
 
-from store.db import iso, transaction, utcnow
+from store.db import iso, skip_locked, transaction, utcnow
 from store.records import JobRecord
 
 WORKING_STATES = ("parsing", "embedding", "indexing")
@@ -167,9 +167,12 @@ class Jobs:
             sql += " AND NOT (tenant_id=? AND doc_id=?)"
             args.extend((tenant_id, doc_id))
         holder = lease_holder()
+        # On PostgreSQL the oldest row no other process is claiming right now, locked until the lease is
+        # written: claimers in several processes each take a different job, without waiting in turn.
+        sql += " ORDER BY created_at LIMIT 1" + skip_locked(self._conn)
         while True:
-            async with transaction(self._conn) as conn:
-                async with conn.execute(sql + " ORDER BY created_at LIMIT 1", args) as cur:
+            async with transaction(self._conn, rows_only=True) as conn:
+                async with conn.execute(sql, args) as cur:
                     row = await cur.fetchone()
                 if row is None:
                     return None

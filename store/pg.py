@@ -24,8 +24,10 @@ The rules:
 
 `BEGIN IMMEDIATE` (what `transaction` sends) becomes `BEGIN` plus a transaction-scoped advisory lock
 (`WRITER_LOCK`): like SQLite's one writer, one transaction at a time writes, across every process on
-the database, so a read-then-write inside a transaction means what it means on SQLite. Statements
-outside a transaction are autocommit, one statement one snapshot, as on SQLite.
+the database, so a read-then-write inside a transaction means what it means on SQLite. A claim opens
+its transaction with `rows_only` instead (plain `BEGIN`) and locks only the rows it takes, with
+`FOR UPDATE SKIP LOCKED` (`store.db.skip_locked`), so processes claiming jobs do not wait for each
+other. Statements outside a transaction are autocommit, one statement one snapshot, as on SQLite.
 
 The schema is `store.db.MIGRATIONS`, translated; how many have run is kept in `cairn_schema`
 (SQLite keeps it in `PRAGMA user_version`), and they run under their own advisory lock so that
@@ -202,6 +204,8 @@ class _Result:
 
 class PgConnection:
     """One psycopg connection, in autocommit mode, speaking the stores' SQL (translated)."""
+
+    dialect = "postgresql"
 
     def __init__(self, conn: psycopg.AsyncConnection[Row]) -> None:
         self._pg = conn

@@ -1,0 +1,119 @@
+"""Three processes claim the same ingestion jobs and the same scheduled runs on one database: each job
+and each run key has exactly one winner, none is lost, and a job whose claimer was killed is taken over.
+On both engines: on PostgreSQL jobs are claimed with `FOR UPDATE SKIP LOCKED`, on SQLite under its
+one writer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import aiosqlite
+
+from store.jobs import Jobs
+from tests.conftest import ROOT
+
+CLAIMER = r"""
+import asyncio, json, os, sys, time
+from datetime import timedelta
+
+from store.db import open_db, utcnow
+from store.jobs import Jobs
+from store.run_claims import RunClaims
+
+
+async def main(target, what, start_at, keys):
+    db = await open_db(target)
+    try:
+        while time.time() < start_at:  # all claimers start together
+            await asyncio.sleep(0.002)
+        won = []
+        if what == "jobs":
+            jobs = Jobs(db)
+            while (job := await jobs.claim_next()) is not None:
+                won.append(job.job_id)
+        elif what == "runs":
+            claims = RunClaims(db)
+            for key in keys:
+                if await claims.claim_run(run_key=key, now=utcnow(), stale_after=timedelta(minutes=30)):
+                    won.append(key)
+        else:  # "hold": take one job, say which, and wait to be killed holding its lease
+            job = await Jobs(db).claim_next()
+            print(json.dumps([job.job_id]), flush=True)
+            await asyncio.sleep(600)
+        print(json.dumps(won), flush=True)
+    finally:
+        await db.close()
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:]))
+"""
+
+CLAIMERS = 3
+
+
+async def _claimer(target: Path | str, what: str, start_at: float, *keys: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CLAIMER, str(target), what, str(start_at), *keys, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def _race(target: Path | str, what: str, *keys: str) -> list[list[str]]:
+    """What each of CLAIMERS processes, started together, won."""
+    start_at = time.time() + 3.0
+    processes = [await _claimer(target, what, start_at, *keys) for _ in range(CLAIMERS)]
+    outputs = [await asyncio.wait_for(p.communicate(), timeout=120) for p in processes]
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err.decode()
+    return [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outputs]
+
+
+async def _enqueue(jobs: Jobs, count: int) -> list[str]:
+    ids = []
+    for n in range(count):
+        job, _ = await jobs.enqueue(tenant_id="acme", doc_id=f"doc-{n}", source_path=f"doc-{n}.md",
+                                    raw_path=f"/raw/doc-{n}.md", content_hash=f"h{n}", options={})
+        ids.append(job.job_id)
+    return ids
+
+
+async def test_three_processes_claim_each_job_exactly_once(conn: aiosqlite.Connection,
+                                                           database_target: Path | str) -> None:
+    queued = await _enqueue(Jobs(conn), 60)
+    won = await _race(database_target, "jobs")
+    claims = Counter(job_id for batch in won for job_id in batch)
+    assert set(claims) == set(queued)  # none lost
+    assert max(claims.values()) == 1  # none claimed twice
+    for job_id in queued:
+        job = await Jobs(conn).get(job_id=job_id)
+        assert job is not None and job.attempts == 1
+
+
+async def test_three_processes_claim_each_scheduled_run_exactly_once(conn: aiosqlite.Connection,
+                                                                     database_target: Path | str) -> None:
+    keys = [f"digest:2026-W{week:02d}" for week in range(1, 31)]
+    won = await _race(database_target, "runs", *keys)
+    claims = Counter(key for batch in won for key in batch)
+    assert set(claims) == set(keys) and max(claims.values()) == 1
+
+
+async def test_a_killed_claimers_job_is_taken_over(conn: aiosqlite.Connection, database_target: Path | str) -> None:
+    jobs = Jobs(conn)
+    queued = await _enqueue(jobs, 2)
+    holder = await _claimer(database_target, "hold", 0.0)
+    assert holder.stdout is not None
+    held = json.loads((await asyncio.wait_for(holder.stdout.readline(), timeout=60)).decode())[0]
+    assert held == queued[0]
+    assert (other := await jobs.claim_next()) is not None and other.job_id == queued[1]  # the lease holds
+    assert await jobs.claim_next() is None
+    holder.send_signal(signal.SIGKILL)
+    await holder.wait()
+    assert await jobs.reclaim_dead_leases() == [held]
+    taken = await jobs.claim_next()
+    assert taken is not None and taken.job_id == held and taken.attempts == 2
