@@ -68,14 +68,16 @@ class EscalationReports:
         """Escalations opened in [start, end) (of one tenant, when given), oldest first."""
         return await self._records(await self._ids(
             "SELECT escalation_id FROM escalations WHERE created_at >= ? AND created_at < ?"
-            " AND (? IS NULL OR tenant_id=?) ORDER BY created_at", (iso(start), iso(end), tenant_id, tenant_id)))
+            " AND (CAST(? AS TEXT) IS NULL OR tenant_id=?) ORDER BY created_at",
+            (iso(start), iso(end), tenant_id, tenant_id)))
 
     async def reasons_between(self, *, start: datetime, end: datetime,
                               tenant_id: str | None = None) -> list[tuple[str, str]]:
         """(created_at, reason) of escalations opened in [start, end): enough for the weekly trend."""
         async with self._conn.execute(
             "SELECT created_at, reason FROM escalations WHERE created_at >= ? AND created_at < ?"
-            " AND (? IS NULL OR tenant_id=?) ORDER BY created_at", (iso(start), iso(end), tenant_id, tenant_id)) as cur:
+            " AND (CAST(? AS TEXT) IS NULL OR tenant_id=?) ORDER BY created_at",
+            (iso(start), iso(end), tenant_id, tenant_id)) as cur:
             return [(r[0], r[1]) for r in await cur.fetchall()]
 
     async def expired_between(self, *, start: datetime, end: datetime,
@@ -83,7 +85,8 @@ class EscalationReports:
         """Escalations that expired (closed unanswered at the deadline) in [start, end)."""
         return await self._records(await self._ids(
             "SELECT escalation_id FROM escalations WHERE status='expired' AND closed_at >= ? AND closed_at < ?"
-            " AND (? IS NULL OR tenant_id=?) ORDER BY closed_at", (iso(start), iso(end), tenant_id, tenant_id)))
+            " AND (CAST(? AS TEXT) IS NULL OR tenant_id=?) ORDER BY closed_at",
+            (iso(start), iso(end), tenant_id, tenant_id)))
 
     async def feedback_between(self, *, start: datetime, end: datetime, examples: int = 5,
                                tenant_id: str | None = None) -> FeedbackCounts:
@@ -92,11 +95,12 @@ class EscalationReports:
             "SELECT COALESCE(SUM(CASE WHEN f.value=1 THEN 1 ELSE 0 END),0),"
             " COALESCE(SUM(CASE WHEN f.value=-1 THEN 1 ELSE 0 END),0) FROM feedback f"
             " LEFT JOIN turns t ON t.turn_id=f.turn_id"
-            " WHERE f.created_at >= ? AND f.created_at < ? AND (? IS NULL OR t.tenant_id=?)", window) as cur:
+            " WHERE f.created_at >= ? AND f.created_at < ? AND (CAST(? AS TEXT) IS NULL OR t.tenant_id=?)",
+            window) as cur:
             row = await cur.fetchone()
         async with self._conn.execute(
             "SELECT t.question FROM feedback f JOIN turns t ON t.turn_id=f.turn_id WHERE f.value=-1"
-            " AND f.created_at >= ? AND f.created_at < ? AND (? IS NULL OR t.tenant_id=?)"
+            " AND f.created_at >= ? AND f.created_at < ? AND (CAST(? AS TEXT) IS NULL OR t.tenant_id=?)"
             " GROUP BY t.turn_id ORDER BY MIN(f.created_at) LIMIT ?", (*window, examples)) as cur:
             questions = [r[0] for r in await cur.fetchall()]
         return FeedbackCounts(up=int(row[0]) if row else 0, down=int(row[1]) if row else 0,

@@ -131,7 +131,7 @@ class Sources:
                 " ON CONFLICT(source_id) DO UPDATE SET kind=excluded.kind, groups=excluded.groups,"
                 " owner=excluded.owner, every_s=excluded.every_s, settings=excluded.settings,"
                 " updated_at=excluded.updated_at,"
-                " next_run_at=CASE WHEN excluded.every_s IS NULL THEN NULL ELSE COALESCE(next_run_at, ?) END",
+                " next_run_at=CASE WHEN excluded.every_s IS NULL THEN NULL ELSE COALESCE(sources.next_run_at, ?) END",
                 (source_id, tenant_id, kind, location, encoded_groups, owner, every_s,
                  json.dumps(settings or {}, sort_keys=True), now, now, now if every_s else None, now),
             )
