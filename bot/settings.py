@@ -14,7 +14,7 @@ class Settings(BaseSettings):
 
     cairn_home: Path = Field(default=Path(".cairn"), alias="CAIRN_HOME")
     # Unset: the state is SQLite at CAIRN_HOME/cairn.db. `postgresql://…`: the state store is that database.
-    database_url: str | None = Field(default=None, alias="CAIRN_DATABASE_URL")
+    database_url: SecretStr | None = Field(default=None, alias="CAIRN_DATABASE_URL")  # it may hold a password
     access_file: Path | None = Field(default=None, alias="CAIRN_ACCESS_FILE")
 
     slack_bot_token: str | None = Field(default=None, alias="SLACK_BOT_TOKEN")
@@ -74,13 +74,14 @@ class Settings(BaseSettings):
 
     @field_validator("database_url")
     @classmethod
-    def _postgresql_only(cls, value: str | None) -> str | None:
-        if not value or not value.strip():
+    def _postgresql_only(cls, value: SecretStr | None) -> SecretStr | None:
+        url = value.get_secret_value().strip() if value is not None else ""
+        if not url:
             return None
-        if not value.startswith(("postgresql://", "postgres://")):
+        if not url.startswith(("postgresql://", "postgres://")):
             raise ValueError("CAIRN_DATABASE_URL must be a postgresql:// URL (leave it unset for SQLite under"
                              " CAIRN_HOME)")
-        return value.strip()
+        return SecretStr(url)
 
     @cached_property
     def db_path(self) -> Path:
@@ -89,7 +90,7 @@ class Settings(BaseSettings):
     @property
     def database(self) -> Path | str:
         """Where the state store lives, as `store.db.open_db` takes it: CAIRN_DATABASE_URL, or the SQLite file."""
-        return self.database_url or self.db_path
+        return self.database_url.get_secret_value() if self.database_url else self.db_path
 
     @cached_property
     def checkpoint_path(self) -> Path:

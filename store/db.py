@@ -262,15 +262,37 @@ async def _pragmas(conn: aiosqlite.Connection) -> None:
     await conn.execute("PRAGMA busy_timeout=10000")
 
 
-async def setup(conn: aiosqlite.Connection) -> None:
-    """WAL, foreign keys, and any migration not yet applied. Safe to call on every start."""
-    await conn.execute("PRAGMA journal_mode=WAL")
-    await _pragmas(conn)
+async def _user_version(conn: aiosqlite.Connection) -> int:
     async with conn.execute("PRAGMA user_version") as cur:
         row = await cur.fetchone()
-    applied = int(row[0]) if row else 0
-    for number, script in enumerate(MIGRATIONS[applied:], start=applied + 1):
-        await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
+    return int(row[0]) if row else 0
+
+
+def script_statements(script: str) -> list[str]:
+    """A migration script's statements (split at `;`, comment lines left out; no `;` inside them)."""
+    statements = ("\n".join(line for line in part.splitlines() if not line.strip().startswith("--"))
+                  for part in script.split(";"))
+    return [statement for statement in statements if statement.strip()]
+
+
+async def setup(conn: aiosqlite.Connection) -> None:
+    """WAL, foreign keys, and any migration not yet applied. Safe to call on every start, and by
+    several processes at once on a new database: each migration runs in a write transaction that
+    reads the version again, so the processes that waited for it find it applied."""
+    await _pragmas(conn)  # the busy timeout first: another process may be migrating this database
+    await conn.execute("PRAGMA journal_mode=WAL")
+    while await _user_version(conn) < len(MIGRATIONS):
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            applied = await _user_version(conn)
+            if applied < len(MIGRATIONS):
+                for statement in script_statements(MIGRATIONS[applied]):
+                    await conn.execute(statement)
+                await conn.execute(f"PRAGMA user_version={applied + 1}")
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
 
 
 async def create_tables(conn: aiosqlite.Connection, schema: str) -> None:

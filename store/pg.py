@@ -47,6 +47,8 @@ from psycopg import pq
 from psycopg.adapt import Dumper, Loader
 from psycopg.rows import RowMaker
 
+from store.db import script_statements
+
 WRITER_LOCK = 0x63616972_6E5F7772  # "cairn_wr": one writing transaction at a time (see above)
 MIGRATION_LOCK = 0x63616972_6E5F6D67  # "cairn_mg": one process applies migrations at a time
 ROWID_TABLES = frozenset({"chunks"})
@@ -121,12 +123,7 @@ def to_postgres(sql: str) -> str:
 
 def script_to_postgres(script: str) -> list[str]:
     """A migration script (statements separated by `;`, no parameters) as PostgreSQL statements."""
-    statements = (s for s in (_strip_comments(part) for part in script.split(";")) if s.strip())
-    return [to_postgres(s).replace("%%", "%") for s in statements]
-
-
-def _strip_comments(statement: str) -> str:
-    return "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--"))
+    return [to_postgres(s).replace("%%", "%") for s in script_statements(script)]
 
 
 class Row(tuple[Any, ...]):
@@ -283,12 +280,13 @@ async def _connect(url: str) -> psycopg.AsyncConnection[Row]:
 
 
 async def migrate(conn: PgConnection, migrations: Sequence[str]) -> None:
-    """Apply the migrations not yet applied, each with its count, in one transaction per migration."""
+    """Apply the migrations not yet applied, one transaction each, under MIGRATION_LOCK: processes that
+    start together on a new database wait for each other, and each migration runs once."""
     pg = conn._pg
-    await pg.execute("CREATE TABLE IF NOT EXISTS cairn_schema (version BIGINT NOT NULL)")
-    for _ in migrations:
+    while True:
         async with pg.transaction():
             await pg.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await pg.execute("CREATE TABLE IF NOT EXISTS cairn_schema (version BIGINT NOT NULL)")
             row = await (await pg.execute("SELECT max(version) FROM cairn_schema")).fetchone()
             applied = int(row[0]) if row and row[0] is not None else 0
             if applied >= len(migrations):

@@ -117,3 +117,40 @@ async def test_a_killed_claimers_job_is_taken_over(conn: aiosqlite.Connection, d
     assert await jobs.reclaim_dead_leases() == [held]
     taken = await jobs.claim_next()
     assert taken is not None and taken.job_id == held and taken.attempts == 2
+
+
+OPENER = r"""
+import asyncio, sys, time
+
+from store.db import open_db
+
+
+async def main(target, start_at):
+    while time.time() < start_at:
+        await asyncio.sleep(0.002)
+    db = await open_db(target)
+    await db.close()
+
+
+asyncio.run(main(sys.argv[1], float(sys.argv[2])))
+"""
+
+
+async def test_three_processes_opening_a_new_database_at_once_migrate_it_once(
+        database_target: Path | str, engine: str) -> None:
+    start_at = str(time.time() + 3.0)
+    processes = [await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OPENER, str(database_target), start_at, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=asyncio.subprocess.PIPE) for _ in range(CLAIMERS)]
+    for process in processes:
+        _, err = await asyncio.wait_for(process.communicate(), timeout=120)
+        assert process.returncode == 0, err.decode()
+    from store.db import MIGRATIONS, open_db
+
+    db = await open_db(database_target)
+    try:
+        version = "SELECT version FROM cairn_schema" if engine == "postgresql" else "PRAGMA user_version"
+        async with db.execute(version) as cur:
+            assert [tuple(row) for row in await cur.fetchall()] == [(len(MIGRATIONS),)]
+    finally:
+        await db.close()
