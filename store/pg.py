@@ -200,20 +200,48 @@ class _Result:
 
 
 class PgConnection:
-    """One psycopg connection, in autocommit mode, speaking the stores' SQL (translated)."""
+    """One psycopg connection, in autocommit mode, speaking the stores' SQL (translated).
+
+    A connection the server dropped (a restart, a failover, an idle timeout) is opened again by the
+    next statement outside a transaction. A read or a transaction's BEGIN that met the dropped
+    connection is sent again at once; a write is not (whether it was applied is unknown): it fails,
+    and the statement after it runs on the new connection. A transaction that met it later fails as a
+    whole.
+    """
 
     dialect = "postgresql"
 
-    def __init__(self, conn: psycopg.AsyncConnection[Row]) -> None:
+    def __init__(self, conn: psycopg.AsyncConnection[Row], url: str) -> None:
         self._pg = conn
+        self._url = url
+        self._reopen = asyncio.Lock()
         self.row_factory: object = None  # set by callers of the SQLite connection; rows here are always `Row`
 
     @property
     def in_transaction(self) -> bool:
-        return self._pg.info.transaction_status != pq.TransactionStatus.IDLE
+        return self._pg.info.transaction_status in _IN_TRANSACTION
+
+    async def _live(self) -> psycopg.AsyncConnection[Row]:
+        """The connection, opened again if the server dropped it."""
+        if self._pg.broken:
+            async with self._reopen:
+                if self._pg.broken:
+                    dropped, self._pg = self._pg, await _connect(self._url)
+                    await dropped.close()
+        return self._pg
 
     async def _execute(self, sql: str, params: Any, *, many: bool = False) -> psycopg.AsyncCursor[Row]:
-        cursor = self._pg.cursor()
+        try:
+            return await self._send(await self._live(), sql, params, many=many)
+        except psycopg.OperationalError:
+            if not (self._pg.broken and not many and _safe_to_resend(sql)):
+                raise
+            return await self._send(await self._live(), sql, params, many=False)
+
+    @staticmethod
+    async def _send(pg: psycopg.AsyncConnection[Row], sql: str, params: Any, *,
+                    many: bool) -> psycopg.AsyncCursor[Row]:
+        cursor = pg.cursor()
         try:
             if sql.strip().upper() == "BEGIN IMMEDIATE":
                 await cursor.execute("BEGIN")
@@ -247,6 +275,16 @@ class PgConnection:
 
     async def close(self) -> None:
         await self._pg.close()
+
+
+_IN_TRANSACTION = frozenset({pq.TransactionStatus.ACTIVE, pq.TransactionStatus.INTRANS,
+                             pq.TransactionStatus.INERROR})
+
+
+def _safe_to_resend(sql: str) -> bool:
+    """A read, or the start of a transaction: sending it again cannot apply anything twice."""
+    words = sql.split(None, 1)
+    return bool(words) and words[0].upper() in ("SELECT", "BEGIN")
 
 
 def _params(params: Any) -> Any:
@@ -299,12 +337,12 @@ async def migrate(conn: PgConnection, migrations: Sequence[str]) -> None:
 
 async def open_pg(url: str, migrations: Sequence[str]) -> PgDatabase:
     """The database at `url`, migrated, with its writer and reader companions."""
-    db = PgDatabase(await _connect(url))
+    db = PgDatabase(await _connect(url), url)
     try:
         await migrate(db, migrations)
         db.write_lock = asyncio.Lock()
-        db.writer = PgConnection(await _connect(url))
-        db.reader = PgConnection(await _connect(url))
+        db.writer = PgConnection(await _connect(url), url)
+        db.reader = PgConnection(await _connect(url), url)
     except BaseException:
         await db.close()
         raise
