@@ -275,12 +275,26 @@ def script_statements(script: str) -> list[str]:
     return [statement for statement in statements if statement.strip()]
 
 
+async def _wal(conn: aiosqlite.Connection) -> None:
+    """WAL mode. Turning a new database to WAL takes it whole for a moment, and SQLite may refuse a
+    process that opens it at that moment at once ("database is locked") instead of letting it wait for
+    the busy timeout: it tries again, for up to the busy timeout."""
+    for attempt in range(200):
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 199:
+                raise
+            await asyncio.sleep(0.05)
+
+
 async def setup(conn: aiosqlite.Connection) -> None:
     """WAL, foreign keys, and any migration not yet applied. Safe to call on every start, and by
     several processes at once on a new database: each migration runs in a write transaction that
     reads the version again, so the processes that waited for it find it applied."""
     await _pragmas(conn)  # the busy timeout first: another process may be migrating this database
-    await conn.execute("PRAGMA journal_mode=WAL")
+    await _wal(conn)
     while await _user_version(conn) < len(MIGRATIONS):
         await conn.execute("BEGIN IMMEDIATE")
         try:

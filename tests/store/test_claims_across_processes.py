@@ -1,5 +1,5 @@
 """Three processes claim the same ingestion jobs and the same scheduled runs on one database: each job
-and each run key has exactly one winner, none is lost, and a job whose claimer was killed is taken over.
+each run key and each Slack event id has exactly one winner, none is lost, and a job whose claimer was killed is taken over.
 On both engines: on PostgreSQL jobs are claimed with `FOR UPDATE SKIP LOCKED`, on SQLite under its
 one writer."""
 
@@ -10,64 +10,83 @@ import json
 import os
 import signal
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import aiosqlite
 
+from store.db import MIGRATIONS, open_db
 from store.jobs import Jobs
 from tests.conftest import ROOT
 
 CLAIMER = r"""
-import asyncio, json, os, sys, time
+import asyncio, json, sys
 from datetime import timedelta
 
+from store.conversations import ConversationStore
 from store.db import open_db, utcnow
 from store.jobs import Jobs
 from store.run_claims import RunClaims
 
 
-async def main(target, what, start_at, keys):
-    db = await open_db(target)
-    try:
-        while time.time() < start_at:  # all claimers start together
-            await asyncio.sleep(0.002)
-        won = []
-        if what == "jobs":
-            jobs = Jobs(db)
-            while (job := await jobs.claim_next()) is not None:
-                won.append(job.job_id)
-        elif what == "runs":
-            claims = RunClaims(db)
-            for key in keys:
-                if await claims.claim_run(run_key=key, now=utcnow(), stale_after=timedelta(minutes=30)):
-                    won.append(key)
-        else:  # "hold": take one job, say which, and wait to be killed holding its lease
-            job = await Jobs(db).claim_next()
-            print(json.dumps([job.job_id]), flush=True)
-            await asyncio.sleep(600)
-        print(json.dumps(won), flush=True)
-    finally:
-        await db.close()
+async def main(target, what, keys):
+    db = None if what == "open" else await open_db(target)
+    print("ready", flush=True)
+    sys.stdin.readline()  # every claimer starts at the same moment
+    won = []
+    if what == "open":
+        db = await open_db(target)
+    elif what == "jobs":
+        jobs = Jobs(db)
+        while (job := await jobs.claim_next()) is not None:
+            won.append(job.job_id)
+    elif what == "runs":
+        claims = RunClaims(db)
+        for key in keys:
+            if await claims.claim_run(run_key=key, now=utcnow(), stale_after=timedelta(minutes=30)):
+                won.append(key)
+    elif what == "events":
+        conversations = ConversationStore(db)
+        for key in keys:
+            if await conversations.seen_event(key=key):
+                won.append(key)
+    else:  # "hold": take one job, say which, and wait to be killed holding its lease
+        job = await Jobs(db).claim_next()
+        print(json.dumps([job.job_id]), flush=True)
+        await asyncio.sleep(600)
+    await db.close()
+    print(json.dumps(won), flush=True)
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:]))
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
 """
 
 CLAIMERS = 3
 
 
-async def _claimer(target: Path | str, what: str, start_at: float, *keys: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-c", CLAIMER, str(target), what, str(start_at), *keys, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+async def _claimer(target: Path | str, what: str, *keys: str) -> asyncio.subprocess.Process:
+    """A claimer process, ready (its imports done, its database open) when this returns."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CLAIMER, str(target), what, *keys, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    ready = await asyncio.wait_for(process.stdout.readline(), timeout=60)
+    if ready.strip() != b"ready":
+        _, err = await process.communicate()
+        raise AssertionError(err.decode())
+    return process
+
+
+def _go(process: asyncio.subprocess.Process) -> None:
+    assert process.stdin is not None
+    process.stdin.write(b"go\n")
 
 
 async def _race(target: Path | str, what: str, *keys: str) -> list[list[str]]:
     """What each of CLAIMERS processes, started together, won."""
-    start_at = time.time() + 3.0
-    processes = [await _claimer(target, what, start_at, *keys) for _ in range(CLAIMERS)]
+    processes = [await _claimer(target, what, *keys) for _ in range(CLAIMERS)]
+    for process in processes:
+        _go(process)
     outputs = [await asyncio.wait_for(p.communicate(), timeout=120) for p in processes]
     for process, (_, err) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, err.decode()
@@ -103,10 +122,19 @@ async def test_three_processes_claim_each_scheduled_run_exactly_once(conn: aiosq
     assert set(claims) == set(keys) and max(claims.values()) == 1
 
 
+async def test_three_processes_see_each_slack_event_first_exactly_once(conn: aiosqlite.Connection,
+                                                                      database_target: Path | str) -> None:
+    keys = [f"T0ACME:Ev{n:04d}" for n in range(50)]
+    won = await _race(database_target, "events", *keys)
+    firsts = Counter(key for batch in won for key in batch)
+    assert set(firsts) == set(keys) and max(firsts.values()) == 1
+
+
 async def test_a_killed_claimers_job_is_taken_over(conn: aiosqlite.Connection, database_target: Path | str) -> None:
     jobs = Jobs(conn)
     queued = await _enqueue(jobs, 2)
-    holder = await _claimer(database_target, "hold", 0.0)
+    holder = await _claimer(database_target, "hold")
+    _go(holder)
     assert holder.stdout is not None
     held = json.loads((await asyncio.wait_for(holder.stdout.readline(), timeout=60)).decode())[0]
     assert held == queued[0]
@@ -119,34 +147,9 @@ async def test_a_killed_claimers_job_is_taken_over(conn: aiosqlite.Connection, d
     assert taken is not None and taken.job_id == held and taken.attempts == 2
 
 
-OPENER = r"""
-import asyncio, sys, time
-
-from store.db import open_db
-
-
-async def main(target, start_at):
-    while time.time() < start_at:
-        await asyncio.sleep(0.002)
-    db = await open_db(target)
-    await db.close()
-
-
-asyncio.run(main(sys.argv[1], float(sys.argv[2])))
-"""
-
-
 async def test_three_processes_opening_a_new_database_at_once_migrate_it_once(
         database_target: Path | str, engine: str) -> None:
-    start_at = str(time.time() + 3.0)
-    processes = [await asyncio.create_subprocess_exec(
-        sys.executable, "-c", OPENER, str(database_target), start_at, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=asyncio.subprocess.PIPE) for _ in range(CLAIMERS)]
-    for process in processes:
-        _, err = await asyncio.wait_for(process.communicate(), timeout=120)
-        assert process.returncode == 0, err.decode()
-    from store.db import MIGRATIONS, open_db
-
+    await _race(database_target, "open")
     db = await open_db(database_target)
     try:
         version = "SELECT version FROM cairn_schema" if engine == "postgresql" else "PRAGMA user_version"
