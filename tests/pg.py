@@ -50,9 +50,12 @@ def _run_as() -> pwd.struct_passwd | None:
     for name in RUN_AS_CANDIDATES:
         with contextlib.suppress(KeyError):
             return pwd.getpwnam(name)
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "cairn-pg"],
-                   check=True, capture_output=True)
-    return pwd.getpwnam("cairn-pg")
+    created = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                              "cairn-pg"], capture_output=True)
+    try:
+        return pwd.getpwnam("cairn-pg")  # made here, or by another test process at the same moment
+    except KeyError:
+        raise RuntimeError(f"cannot create the cairn-pg user: {created.stderr.decode(errors='replace')}") from None
 
 
 def _free_port() -> int:
