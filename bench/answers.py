@@ -110,6 +110,7 @@ class Turn:
     sentence_scores: tuple[float, ...] = ()  # the extractive answerer's, for the sentences it quoted
     gold_at: str | None = None  # an answerable question not answered right: where its gold stood (`gold_at`)
     judge: float | None = None  # the judge's answerable probability (None: it did not read the turn)
+    reading: dict[str, Any] | None = None  # the judge's reading in the turn's trace (graph/answerers/extractive.py)
 
     @property
     def escalated(self) -> bool:
@@ -279,7 +280,8 @@ async def run_cases(services: Services, cases: Sequence[Case], scope_of: Callabl
         turn = Turn(c, route, out.reason, out.answer, ms, out.top_score,
                     tuple(str(x["chunk_id"]) for x in out.citations),
                     tuple(float(x["score"]) for x in quoted),
-                    judge=float(readings[-1]["answerable"]) if readings else None)
+                    judge=float(readings[-1]["answerable"]) if readings else None,
+                    reading=readings[-1] if readings else None)
         if c.expect == "answer" and turn.verdict != "right":  # after the timing: diagnosis, not the turn
             found = await services.searcher.search(c.question, scope_of(c), top_k=FUSE_K)
             turn = replace(turn, gold_at=gold_at(found.passages, c.answers))
@@ -325,7 +327,7 @@ def write_rows(set_name: str, turns: Sequence[Turn]) -> Path:
                 "question": c.question, "expected": c.expect, "expected_reason": c.expect_reason,
                 "gold": list(c.answers), "route": t.route, "reason": t.reason, "verdict": t.verdict,
                 "answer": t.answer, "cited": list(t.cited), "top_score": t.top_score,
-                "sentence_scores": list(t.sentence_scores), "judge": t.judge,
+                "sentence_scores": list(t.sentence_scores), "judge": t.judge, "reading": t.reading,
                 "gold_at": t.gold_at, "ms": round(t.ms, 1),
             }, ensure_ascii=False) + "\n")
     return path

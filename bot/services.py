@@ -127,6 +127,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
     from graph.checkpoint import open_checkpointer
     from graph.followup import embedding_follow_up
     from graph.runner import ConversationRunner
+    from models.judge import shared_judge
     from retrieval.conflicts import detect_conflicts
     from retrieval.index import open_index
     from retrieval.ingest import Ingestor
@@ -168,7 +169,7 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
                                   prepared_vectors=lambda ids: catalog.load_answer_vectors(chunk_ids=ids),
                                   chat_model=settings.chat_model,
                                   base_url=settings.openai_base_url, api_key=settings.openai_api_key,
-                                  timeout_s=settings.llm_timeout_s)
+                                  timeout_s=settings.llm_timeout_s, judge=shared_judge())
         async with open_checkpointer(settings.checkpoint_path) as checkpointer:
             graph = build_graph(checkpointer, searcher=searcher, answerer=answerer, conversations=conversations,
                                 escalation_deadline_hours=settings.escalation_deadline_hours,

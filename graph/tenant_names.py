@@ -1,4 +1,4 @@
-"""The names a tenant's documents use, and which documents use each (for graph/coverage.py).
+"""The names a tenant's documents use, and which documents use each (for `named_passages`).
 
 "min password length at 37signals?" retrieves another company's password standard in a tenant
 that holds several handbooks; "can I expense Airbase fees" lands on a page that never mentions
@@ -10,8 +10,8 @@ in a brand spelling (GitLab, HubSpot, 37signals). For each name we keep the docu
 title or id contains it: a GitLab page that never says "GitLab" in the passage quoted still
 belongs to GitLab's handbook when its id or another of its passages does. A name that more than half
 of a folder's documents use (a company's own name, over its handbook's folder) is every one of them's,
-and *wide*: the gate looks for it wherever a question writes it ("I work at GitLab. …"), where a
-tool's or a vendor's name counts only in the sentences that ask (graph/coverage.py).
+and *wide*: `named_passages` reads it wherever a question writes it ("I work at GitLab. …"), where a
+tool's or a vendor's name counts only in the sentences that ask.
 
 *Organisations*: in a tenant that holds several companies' handbooks, one folder each and named after
 it, the folder's name is its organisation when the documents write it as a name and few other
@@ -33,7 +33,7 @@ import logging
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +59,7 @@ BRAND = re.compile(r"[A-Z]?[a-z]+[A-Z]\w*|\d+[A-Za-z]{2,}\w*")  # GitLab, HubSpo
 _NOT_PROSE = re.compile(r"[@#/]|\w[.:]\w")
 _POSSESSIVE = re.compile(r"['’]s$|(?<=s)['’]$")  # "GitLab's", "37signals'"
 # Regions are where, not who: "Northern European cities" is answered by a list of Danish and
-# Swedish ones. (Countries and cities have their own rule in graph/coverage.py.)
+# Swedish ones.
 _REGIONS = frozenset("north south east west northern southern eastern western central europe european asia asian "
                      "africa african nordic scandinavian mediterranean latin arab middle".split())
 
@@ -197,6 +197,38 @@ def by_organisation(passages: Iterable[Passage]) -> list[list[Passage]]:
     for p in passages:
         groups.setdefault(p.organisation, []).append(p)
     return list(groups.values())
+
+
+def named_passages(question: str, passages: Sequence[Passage], lexicon: Lexicon = EMPTY) -> list[Passage]:
+    """The passages whose documents use every tenant name the question asks with ("… at Sourcegraph"):
+    what an answer may quote. Another company's page is not evidence for a question about this one,
+    however close its wording. The names are those of the tenant's `lexicon`: in the sentences that
+    ask, or anywhere for a company's (its `wide`); "got a quote from an apple authorized shop. what's
+    the repair cutoff?" keeps the laptop-repair page that never says Apple. Without such a name, or
+    when no passage's document uses them all, the passages as they are."""
+    names, wide = lexicon.names, lexicon.wide
+    asking = {word_key(w) for w in WORD.findall(_asking(question))}
+    asked = {word_key(w) for w in WORD.findall(question) if word_key(w) in names
+             and (word_key(w) in wide or word_key(w) in asking)}
+    if not asked:
+        return list(passages)
+    kept = [p for p in passages if all(p.doc_id in names[w] or features.tokens(w) <= features.tokens(_passage_text(p))
+                                       for w in asked)]
+    return kept or list(passages)
+
+
+def _asking(question: str) -> str:
+    """The sentences of a message that ask ("how much G&D money can I get reimbursed per year?"), without
+    those that only tell the asker's plans ("want to do an AWS cert + a course"); the whole message
+    when none ends with a question mark. A tool or a vendor named in passing does not count as asked."""
+    parts = [p for p in re.split(r"(?<=[.?!؟])\s+", question.strip()) if p]
+    asking = [p for p in parts if p.rstrip().endswith(("?", "؟"))]
+    return " ".join(asking) if asking and len(asking) < len(parts) else question
+
+
+def _passage_text(p: Passage) -> str:
+    """What of a passage can hold a name: its title, heading path and text."""
+    return f"{p.title}\n{p.heading}\n{p.text}"
 
 
 class TenantNames:

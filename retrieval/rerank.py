@@ -168,8 +168,8 @@ def near_miss(word: str, vocab: AbstractSet[str]) -> bool:
     """`word` is a typing error or two away from a word of `vocab` (see TYPO_TWO_EDITS_FROM).
 
     Two cheap bounds run before the edit distance: the lengths, and the letters the two words do
-    not share (an edit changes at most two of them). A large vocabulary (a tenant's every word,
-    graph/coverage.py) is indexed once by length and letter set, so only the words within both
+    not share (an edit changes at most two of them). A large vocabulary (a tenant's every word)
+    is indexed once by length and letter set, so only the words within both
     bounds are compared letter by letter."""
     edits = 2 if len(word) >= TYPO_TWO_EDITS_FROM else 1
     if len(vocab) >= INDEXED_VOCABULARY and isinstance(vocab, frozenset):

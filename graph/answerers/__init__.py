@@ -52,12 +52,12 @@ def draft_message(content: str, *, answerer: str, tool_calls: list[dict[str, Any
 
 def build_answerer(*, embedder: Any, stored_vectors: Any = None, prepared_vectors: Any = None,
                    chat_model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                   timeout_s: float = 30.0) -> Answerer:
+                   timeout_s: float = 30.0, judge: Any = None) -> Answerer:
     """The LLM answerer when a chat model is configured, the extractive one otherwise."""
     from graph.answerers.extractive import ExtractiveAnswerer
 
     extractive = ExtractiveAnswerer(embedder=embedder, stored_vectors=stored_vectors,
-                                    prepared_vectors=prepared_vectors)
+                                    prepared_vectors=prepared_vectors, judge=judge)
     if chat_model:
         from graph.answerers.llm import LLMAnswerer
 

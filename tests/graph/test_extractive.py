@@ -21,6 +21,7 @@ from graph.answerers.extractive import (
     _features,
     prepare_answer_vectors,
 )
+from models.judge import Judge
 from retrieval.embed import Embedder
 from retrieval.search import Passage, glossary_query
 from retrieval.sentences import body_of, split_sentences
@@ -467,7 +468,7 @@ async def test_a_short_faq_answer_is_quoted_with_the_rest_of_it(embedder: Embedd
     assert short.faq and short.answers_faq and not rest.answers_faq
 
 
-async def test_the_gate_s_look_at_the_quote_and_the_answer_choose_the_sentences_once(embedder: Embedder) -> None:
+async def test_the_judge_s_reading_and_the_answer_choose_the_sentences_once(embedder: Embedder) -> None:
     picked: list[str] = []
 
     class Counting(ExtractiveAnswerer):
@@ -478,9 +479,11 @@ async def test_the_gate_s_look_at_the_quote_and_the_answer_choose_the_sentences_
     answerer = Counting(embedder=embedder)
     question = "How much does staff parking cost per month?"
     passage = _passage("facilities/parking", "Parking", TEXT, score=0.8)
-    quoted = await answerer.quoted_sentences(question, [passage], 0.3)
+    answerer.judge = Judge()
+    reading = await answerer.judged(question, [passage], 0.3)
     request = AnswerRequest(question=question, language="en", passages=[passage], min_score=0.3, messages=[])
     shown = (await answerer.respond(request)).message.content
-    assert quoted and all(sentence in shown for sentence in quoted) and picked == [question]
-    await answerer.quoted_sentences(question, [replace(passage, score=0.7)], 0.3)  # other passages: chosen anew
+    quoted = [s["text"] for s in reading.sentences if s["quoted"]] if reading else []
+    assert quoted and all(sentence[:60] in shown for sentence in quoted) and picked == [question]
+    await answerer.judged(question, [replace(passage, score=0.7)], 0.3)  # other passages: chosen anew
     assert len(picked) == 2

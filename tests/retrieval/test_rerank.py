@@ -130,7 +130,7 @@ def test_near_misses_are_one_edit_for_short_words_and_two_for_long_ones() -> Non
 
 
 def test_a_whole_tenant_vocabulary_is_searched_through_its_index_with_the_same_answers() -> None:
-    # Thousands of words (what graph/coverage.py asks about a tenant's documents): the indexed
+    # Thousands of words (a tenant's whole vocabulary): the indexed
     # search must find every near miss the plain scan finds, and nothing else.
     rng = random.Random(7)
     letters = "abcdefghijklmnopqrstuvwxyzéü0123456789-'"
