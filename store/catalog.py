@@ -15,7 +15,7 @@ from datetime import datetime
 
 import aiosqlite
 
-from store.db import iso, reader_of, transaction, utcnow
+from store.db import iso, reader_of, transaction, utcnow, write
 from store.records import ChunkRecord, DocumentRecord, Scope, VersionRecord
 
 
@@ -345,7 +345,8 @@ class Catalog:
 
     async def mark_failed(self, *, tenant_id: str, doc_id: str, version: str) -> None:
         """A version that will never publish: its rows stay until cleanup removes them."""
-        await self._conn.execute(
+        await write(
+            self._conn,
             "UPDATE versions SET state='failed' WHERE tenant_id=? AND doc_id=? AND version=?"
             " AND state IN ('pending','indexed')",
             (tenant_id, doc_id, version),

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiosqlite
 
-from store.db import iso, utcnow
+from store.db import iso, utcnow, write, write_returning
 from store.records import EscalationRecord, TurnRecord
 
 OPEN = "open"
@@ -63,21 +63,20 @@ class ConversationStore:
         self._conn = conn
 
     # execute_fetchall is one round trip to the connection's thread; execute, fetchone and closing the
-    # cursor were three (a turn looks up its session and escalation and writes its record this way).
+    # cursor were three (a turn looks up its session and escalation this way).
     async def _one(self, sql: str, args: tuple[Any, ...]) -> aiosqlite.Row | None:
         rows = await self._conn.execute_fetchall(sql, args)
         return next(iter(rows), None)
 
+    # Writes go through store.db's `write` helpers: on the database's writer connection, never on the
+    # one this store reads from (store/db.py says why).
     async def _run(self, sql: str, args: tuple[Any, ...]) -> list[aiosqlite.Row]:
-        """A statement whose row count nobody needs (its RETURNING rows, if any), in one round trip."""
-        return list(await self._conn.execute_fetchall(sql, args))
+        """A write whose row count nobody needs: its RETURNING rows, if any."""
+        return await write_returning(self._conn, sql, args)
 
     async def _changed(self, sql: str, args: tuple[Any, ...]) -> int:
-        cur = await self._conn.execute(sql, args)
-        try:
-            return cur.rowcount
-        finally:
-            await cur.close()
+        """A write: the number of rows it changed."""
+        return await write(self._conn, sql, args)
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import aiosqlite
 
@@ -323,9 +323,13 @@ class Database(aiosqlite.Connection):
     a transaction that awaits between its statements therefore lets any other coroutine's statement
     run inside it — a reader then sees half a publication, and an unrelated write is rolled back
     with it. So a transaction never runs here: `transaction(db)` takes `db.writer` (one transaction
-    at a time, under `write_lock`), and everything sent to `db` itself is autocommit, one statement
-    one snapshot. Query-time readers (the Searcher's eligibility checks) use `db.reader`, so a
-    question never queues behind an autocommit write that waits for the writer's lock.
+    at a time, under `write_lock`), and what is sent to `db` itself is reads, autocommit, one
+    statement one snapshot. A write outside a transaction goes through `write` (or
+    `write_returning`), which also runs it on `db.writer`: a read of one coroutine may still be open
+    on `db` (a cursor not fetched to its end) when another writes, and SQLite refuses a write from
+    a connection with a read open at once, without its busy timeout, whenever another process
+    holds the write lock. Query-time readers (the Searcher's eligibility checks) use `db.reader`,
+    so a question never queues behind a statement of `db` that waits for the database.
     """
 
     dialect = "sqlite"
@@ -413,8 +417,8 @@ class transaction:
     """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on error, on the database's writer connection.
 
     One transaction at a time per database (and SQLite serialises writers across processes); use
-    only the connection it yields inside the block. Readers and autocommit writers on the database's
-    other connections see the state before or after, never between.
+    only the connection it yields inside the block. Readers on the database's other connections see
+    the state before or after, never between.
 
     On PostgreSQL the same holds across processes: the transaction takes a database-wide lock first
     (store/pg.py). With `rows_only=True` it does not: it is for a claim whose statements lock the rows
@@ -458,3 +462,27 @@ class transaction:
                 _HOLDING.reset(self._token)
                 self._token = None
             self._lock.release()
+
+
+async def write(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> int:
+    """Run one write statement (INSERT, UPDATE, DELETE), atomic on its own; returns the rows it changed.
+
+    It runs in a `transaction` of its own, on the database's writer connection under `write_lock`,
+    never on the main connection (the `Database` docstring says why): the writer runs nothing but
+    transactions, so it never has a read open and the write waits for another process's writer for
+    as long as the busy timeout allows. The transaction is opened with `rows_only`, which on SQLite
+    changes nothing and on PostgreSQL makes it a plain BEGIN: the statement locks only the rows it
+    changes, as it would in autocommit, not the whole database.
+
+    Not inside a `transaction` on the same database (refused there, as a nested transaction is): run
+    the statement on the connection the transaction yields instead.
+    """
+    async with transaction(conn, rows_only=True) as tx, tx.execute(sql, params) as cur:
+        return int(cur.rowcount)
+
+
+async def write_returning(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+    """`write` for a statement with a RETURNING clause: the rows it returns, read to the end before the
+    transaction commits (SQLite does not commit while a statement is still in progress)."""
+    async with transaction(conn, rows_only=True) as tx:
+        return list(await tx.execute_fetchall(sql, params))

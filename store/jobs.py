@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 import aiosqlite
 
-from store.db import iso, skip_locked, transaction, utcnow
+from store.db import iso, skip_locked, transaction, utcnow, write
 from store.records import JobRecord
 
 WORKING_STATES = ("parsing", "embedding", "indexing")
@@ -234,13 +234,14 @@ class Jobs:
         """Move the job on; False when it was cancelled meanwhile (the row is left as it is)."""
         if state not in STATES:
             raise ValueError(f"unknown job state {state!r}")
-        result = await self._conn.execute(
+        changed = await write(
+            self._conn,
             "UPDATE ingest_jobs SET state=?, version=COALESCE(?, version), outcome=COALESCE(?, outcome),"
             " last_error=CASE WHEN ? IN ('published','unchanged') THEN NULL ELSE last_error END,"
             " updated_at=? WHERE job_id=? AND state!='cancelled'",
             (state, version, outcome, state, iso(), job_id),
         )
-        return bool(result.rowcount)
+        return bool(changed)
 
     async def cancel_unfinished(self, *, tenant_id: str, doc_id: str, reason: str) -> list[JobRecord]:
         """Cancel every job of the document that has not finished (queued, waiting for a retry, or
@@ -263,7 +264,8 @@ class Jobs:
     async def cancel(self, *, job_id: str, reason: str = "cancelled by an operator") -> JobRecord | None:
         """Cancel one unfinished job (queued, waiting for a retry, or mid-way: its worker stops at its next
         step). Returns the job as it now is (unchanged when it had already finished), None if unknown."""
-        await self._conn.execute(
+        await write(
+            self._conn,
             f"UPDATE ingest_jobs SET state='cancelled', last_error=?, lease_holder=NULL, updated_at=?"
             f" WHERE job_id=? AND state IN ({','.join('?' * len(UNFINISHED_STATES))})",
             (reason, iso(), job_id, *UNFINISHED_STATES))
@@ -278,7 +280,8 @@ class Jobs:
             raise LookupError(job_id)
         dead = permanent or job.attempts >= self.max_attempts
         delay = timedelta(seconds=self.backoff_s * (2 ** max(job.attempts - 1, 0)))
-        await self._conn.execute(
+        await write(
+            self._conn,
             "UPDATE ingest_jobs SET state=?, last_error=?, next_attempt_at=?, updated_at=? WHERE job_id=?"
             " AND state!='cancelled'",
             ("dead" if dead else "failed", error, iso((now or utcnow()) + delay), iso(), job_id),
@@ -322,9 +325,8 @@ class Jobs:
             return [_job(r) for r in await cur.fetchall()]
 
     async def set_notify(self, *, job_id: str, notify: dict[str, object]) -> None:
-        await self._conn.execute(
-            "UPDATE ingest_jobs SET notify=?, updated_at=? WHERE job_id=?", (json.dumps(notify), iso(), job_id)
-        )
+        await write(self._conn, "UPDATE ingest_jobs SET notify=?, updated_at=? WHERE job_id=?",
+                    (json.dumps(notify), iso(), job_id))
 
 
 def _job(row: aiosqlite.Row) -> JobRecord:

@@ -16,7 +16,7 @@ from typing import Literal
 
 import aiosqlite
 
-from store.db import create_tables, iso, utcnow
+from store.db import create_tables, iso, utcnow, write
 
 ProposalStatus = Literal["proposed", "approved", "rejected"]
 
@@ -85,13 +85,12 @@ class ProposedAnswers:
         """File a proposal for this escalation; (the row, True) when this call filed it, (the existing row,
         False) when one was filed before."""
         proposal_id = f"pa-{uuid.uuid4().hex[:10]}"
-        cur = await self._conn.execute(
+        created = await write(
+            self._conn,
             "INSERT INTO proposed_answers (proposal_id, escalation_id, tenant_id, question, answer,"
             " admin_id, admin_name, groups, owner, created_at) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
             (proposal_id, escalation_id, tenant_id, question, answer, admin_id, admin_name,
-             json.dumps(sorted(groups)), owner, iso(now or utcnow())))
-        created = cur.rowcount == 1
-        await cur.close()
+             json.dumps(sorted(groups)), owner, iso(now or utcnow()))) == 1
         found = await self.for_escalation(escalation_id=escalation_id)
         assert found is not None
         return found, created
@@ -125,10 +124,8 @@ class ProposedAnswers:
     async def decide(self, *, proposal_id: str, status: Literal["approved", "rejected"], decided_by: str,
                      doc_id: str | None = None, now: datetime | None = None) -> bool:
         """Record the owner's decision once: False when it was decided before."""
-        cur = await self._conn.execute(
+        return await write(
+            self._conn,
             "UPDATE proposed_answers SET status=?, decided_by=?, decided_at=?, doc_id=? "
             "WHERE proposal_id=? AND status='proposed'",
-            (status, decided_by, iso(now or utcnow()), doc_id, proposal_id))
-        changed = cur.rowcount == 1
-        await cur.close()
-        return changed
+            (status, decided_by, iso(now or utcnow()), doc_id, proposal_id)) == 1

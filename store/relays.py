@@ -14,7 +14,7 @@ from datetime import datetime
 
 import aiosqlite
 
-from store.db import create_tables, iso
+from store.db import create_tables, iso, write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS relays (
@@ -57,8 +57,7 @@ class Relays:
         await create_tables(self._conn, SCHEMA)
 
     async def _run(self, sql: str, args: tuple[object, ...]) -> None:
-        cur = await self._conn.execute(sql, args)
-        await cur.close()
+        await write(self._conn, sql, args)
 
     async def expect(self, *, escalation_id: str, message_key: str, admin_id: str, admin_name: str, text: str,
                      now: datetime | None = None) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import aiosqlite
 
-from store.db import iso
+from store.db import iso, write
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,8 @@ class RunClaims:
         """
         token = uuid.uuid4().hex
         fresh = {"state": "claimed", "token": token, "claimed_at": iso(now)}
-        cur = await self._conn.execute("INSERT INTO job_runs (run_key, created_at, detail) VALUES (?,?,?)"
-                                       " ON CONFLICT DO NOTHING",
-                                       (run_key, iso(now), json.dumps(fresh)))
-        inserted = cur.rowcount == 1
-        await cur.close()
+        inserted = await write(self._conn, "INSERT INTO job_runs (run_key, created_at, detail) VALUES (?,?,?)"
+                               " ON CONFLICT DO NOTHING", (run_key, iso(now), json.dumps(fresh))) == 1
         if inserted:
             return RunClaim(run_key, token)
         current = await self.get_run(run_key=run_key)
@@ -89,11 +86,9 @@ class RunClaims:
         first = current.first_claimed_at
         earlier = (*(str(t) for t in current.detail.get("earlier_tokens") or ()), str(current.detail.get("token")))
         detail = {**fresh, "first_claimed_at": first, "earlier_tokens": list(earlier)}
-        cur = await self._conn.execute(
-            "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
-            (json.dumps(detail), run_key, current.detail.get("token")))
-        taken = cur.rowcount == 1
-        await cur.close()
+        taken = await write(
+            self._conn, "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
+            (json.dumps(detail), run_key, current.detail.get("token"))) == 1
         if not taken:
             return None
         return RunClaim(run_key, token, reclaimed=True, first_claimed_at=datetime.fromisoformat(first),
@@ -108,10 +103,8 @@ class RunClaims:
 
     async def release_run(self, claim: RunClaim) -> None:
         """Give the key back after a failure before anything was posted, so a later trigger retries."""
-        cur = await self._conn.execute(
-            "DELETE FROM job_runs WHERE run_key=? AND json_extract(detail,'$.token')=?"
-            " AND json_extract(detail,'$.state')='claimed'", (claim.run_key, claim.token))
-        await cur.close()
+        await write(self._conn, "DELETE FROM job_runs WHERE run_key=? AND json_extract(detail,'$.token')=?"
+                    " AND json_extract(detail,'$.state')='claimed'", (claim.run_key, claim.token))
 
     async def abandon_run(self, claim: RunClaim) -> None:
         """Give the key up after a failure that may have done the work (a post whose answer never came):
@@ -124,14 +117,10 @@ class RunClaims:
 
     async def _write(self, claim: RunClaim, detail: dict[str, Any]) -> bool:
         """Replace the key's detail while `claim` still holds it; False if it was lost."""
-        cur = await self._conn.execute(
-            "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
-            (json.dumps(detail, default=str), claim.run_key, claim.token))
-        changed = cur.rowcount == 1
-        await cur.close()
-        return changed
+        return await write(
+            self._conn, "UPDATE job_runs SET detail=? WHERE run_key=? AND json_extract(detail,'$.token')=?",
+            (json.dumps(detail, default=str), claim.run_key, claim.token)) == 1
 
     async def forget_run(self, *, run_key: str) -> None:
         """For `--force`: the next claim of this key starts afresh."""
-        cur = await self._conn.execute("DELETE FROM job_runs WHERE run_key=?", (run_key,))
-        await cur.close()
+        await write(self._conn, "DELETE FROM job_runs WHERE run_key=?", (run_key,))

@@ -33,9 +33,16 @@ async def test_connections_the_server_dropped_are_opened_again(pg_database_url: 
         await catalog.sync_tenants(tenants={"acme": ["everyone", "hr"]})  # a transaction: a new connection
 
         _drop_other_connections(pg_database_url)
+        # A store's write runs in a transaction of its own: the BEGIN met the dropped connection and was
+        # sent again on a new one, before the write itself was sent.
+        assert await conversations.seen_event(key="ev-2")
         with pytest.raises(psycopg.OperationalError):
-            await conversations.seen_event(key="ev-2")  # a write: unknown whether it was applied
+            async with transaction(db) as tx:
+                _drop_other_connections(pg_database_url)
+                # A write that met the dropped connection: unknown whether it was applied, so not sent again.
+                await tx.execute("INSERT INTO seen_events (event_key, created_at) VALUES ('ev-3', 'now')")
         assert not await conversations.seen_event(key="ev-1")  # the next statement runs
+        assert await conversations.seen_event(key="ev-3")  # the transaction the drop cut short left nothing
         async with transaction(db) as tx:
             async with tx.execute("SELECT group_name FROM groups WHERE tenant_id=? ORDER BY group_name",
                                   ("acme",)) as cur:
