@@ -12,7 +12,7 @@ from retrieval.parse.model import EMPTY, Event, Heading, ParsedDocument, ParseEr
 def finish(stem: str, events: Iterable[Event], metadata: dict[str, object], *,
            title: str | None = None) -> ParsedDocument:
     events = list(_within_budget(events))
-    headings = [event for event in events if isinstance(event, Heading)]
+    headings = [event for event in events if isinstance(event, Heading) and event.text.strip()]
     # A single leading H1 names the document; several H1s are its top-level sections instead.
     root_from_h1 = bool(headings) and headings[0].level == 1 and [h.level for h in headings].count(1) == 1
     title = title or (headings[0].text if root_from_h1 else None) or stem
@@ -56,7 +56,10 @@ def _assemble(events: list[Event], title: str, *, root_from_h1: bool) -> tuple[S
             flush()
             while stack and stack[-1][0] >= event.level:
                 stack.pop()
-            stack.append((event.level, event.text))
+            # A heading with no words (markup only: "<br>" underlined by "---") closes the section
+            # before it but names none.
+            if event.text.strip():
+                stack.append((event.level, event.text))
         elif event.text.strip():
             # A new page starts a new Section with the same path so every Section has one page.
             if paras and event.page != page:

@@ -633,3 +633,8 @@ Ask People Ops for the form.
         (("Leave", "Parental leave", "Parental leave FAQ", "How long is it?"), "Sixteen weeks."),
         (("Leave", "Parental leave"), "Ask People Ops for the form."),
     ]
+
+
+def test_a_heading_of_markup_only_names_no_section() -> None:
+    # "<br>" lines underlined by "---" are a setext heading whose text is blank once the markup goes.
+    assert _sections("<br>\n<br>\n---\ntext line") == [(("page",), "text line")]
