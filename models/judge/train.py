@@ -13,8 +13,9 @@ most SQUAD_QUESTIONS questions of its training articles.
 
 Needs torch and transformers (the `train` extra); runs on a 2-core CPU (~1 hour for the default
 pairs: 25,642) or a GPU when one is visible; `--frozen-layers 3 --squad-questions 1500 --epochs 1`
-is a ~35-minute CPU run that reads worse (model card). Writes `judge-en.safetensors` and `judge-en.json` (its recipe
-and the evaluation of the tune split) to --out. Evaluation: models/judge/evaluate.py.
+is a ~35-minute CPU run that reads worse (model card). Writes `judge-en.safetensors` and
+`judge-en.json` (its recipe and its pair-level evaluation on the tune split, `evaluate_pairs`) to
+--out; the threshold is then chosen on the tune split's end-to-end turns (`python -m bench judge`).
 """
 
 from __future__ import annotations
