@@ -36,7 +36,7 @@ from graph.nodes.reasons import (
     set_retrieval_unavailable,
 )
 from graph.nodes.tools import ConflictCheck, make_tools
-from graph.nodes.validate import validate
+from graph.nodes.validate import make_validate
 from graph.restricted import restricted_passages
 from graph.routing import route_after_agent, route_after_tools, route_after_validate
 from graph.state import ConversationState, PauseCheck
@@ -51,7 +51,10 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
                 is_paused: PauseCheck | None = None, conflict_check: ConflictCheck | None = None) -> Any:
     """`is_paused` is the operator's kill switch: "tools" paused → retrieval_unavailable (the user is told
     lookups are paused); "llm" paused → the answerer's fallback (extractive) drafts instead.
-    `conflict_check(question, passages)` holds answers whose sources disagree (conflicting_sources)."""
+    `conflict_check(question, passages)` holds answers whose sources disagree (conflicting_sources).
+    An answerer with an evidence screen and a support check (the LLM answerer with the answer judge)
+    is sent only the passages the judge reads as evidence, and its drafts' sentences must be
+    supported by the chunks they cite."""
     g = StateGraph(ConversationState)
     extractive = answerer if hasattr(answerer, "closest_sentence") else answerer.fallback
     nodes: dict[str, Callable[[ConversationState], Awaitable[dict[str, Any]]]] = {
@@ -59,8 +62,8 @@ def build_graph(checkpointer: BaseCheckpointSaver | None, *, searcher: Searcher,
         "tools": make_tools(searcher, search_timeout_s=search_timeout_s, is_paused=is_paused,
                             conflict_check=timed_call("conflicts", conflict_check) if conflict_check else None,
                             closest_sentence=getattr(extractive, "closest_sentence", None),
-                            judged=getattr(extractive, "judged", None)),
-        "validate": validate,
+                            judged=getattr(extractive, "judged", None), screen=getattr(answerer, "screened", None)),
+        "validate": make_validate(support=getattr(answerer, "support_check", None)),
         "set_no_eligible_source": set_no_eligible_source,
         "set_retrieval_unavailable": set_retrieval_unavailable,
         "set_below_score_floor": set_below_score_floor,

@@ -32,6 +32,13 @@ form ("USD 250" = "$250" = "250 USD", "1,500" = "1500", "15 %" = "15%", Arabic-I
 `unsupported_number`: a model that cites a real chunk for a figure it made up fails like an
 uncited claim. Quoting the passage's own figure always passes.
 
+The support check (when a `support` check is given; the graph gives one for a model's drafts): a
+factual sentence whose figures pass must also be supported by a sentence of a chunk it cites, as
+`support` reads them (graph/answerers/judging.py `ClaimSupport`: the answer judge reads the
+sentence, without its citations, against the cited chunks' sentences). Otherwise the sentence is an
+`unsupported_sentence`: a model that cites a real chunk for a rule it does not state fails too. The
+check is injected, so this module loads no model.
+
 The verdict records problems by kind and sentence position, never the draft text (not even the
 unsupported figure), so a failed draft leaves no user-visible trace.
 """
@@ -40,7 +47,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from graph.facts import Facts, facts_in, unsupported_figures
@@ -78,6 +85,11 @@ _COURTESY = re.compile(
 _BULLET = re.compile(r"^\s*(?:[-*•>]+|\d{1,2}[.)])\s+")
 _EMPHASIS = re.compile(r"[*_`#]+")
 MAX_CONNECTIVE_WORDS = 12
+_SPACE_BEFORE_STOP = re.compile(r"\s+(?=[.,;:!?؟،])")  # where a citation was taken out: "GBP 210 [id]." → "GBP 210 ."
+
+# (a factual sentence of a draft as `plain_sentence` gives it, the sent chunk ids it cites) →
+# (whether a sentence of one of those chunks supports it, the best support read, 0–1).
+SupportCheck = Callable[[str, Sequence[str]], tuple[bool, float]]
 
 
 @dataclass(frozen=True)
@@ -149,12 +161,15 @@ def is_factual(sentence: str) -> bool:
 
 
 def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
-                    texts: Mapping[str, str] | None = None, effective: Mapping[str, str] | None = None) -> Verdict:
+                    texts: Mapping[str, str] | None = None, effective: Mapping[str, str] | None = None,
+                    support: SupportCheck | None = None) -> Verdict:
     """`allowed_ids`: the chunk ids sent this turn. `texts` (chunk id → the text that was sent: its
     title, heading and body) turns on the fact check; a cited chunk missing from it supports no figure.
     `effective` (chunk id → its version's effective date, as sent): the date itself, and nothing else,
     is a figure the chunk states ("from 1 January 2025"); its day and year are no amounts or counts
-    ("GBP 1 per night", "within 15 days" are not supported by an effective date of 2025-01-15)."""
+    ("GBP 1 per night", "within 15 days" are not supported by an effective date of 2025-01-15).
+    `support` turns on the support check of each factual, cited sentence whose figures pass; it is
+    called once per such sentence (a model's reading: it may block)."""
     allowed = set(allowed_ids)
     if not text or not text.strip():
         return Verdict(ok=False, reason="answer_validation_failed", problems=[{"kind": "empty_draft"}])
@@ -174,13 +189,20 @@ def validate_answer(text: str | None, allowed_ids: Iterable[str], *,
             factual += 1
             if not valid:
                 problems.append({"kind": "uncited_sentence", "sentence": i})
-            elif texts is not None:
-                # The cited passages' figures are read only for a sentence that states a figure: one
-                # without any has nothing to look up (unsupported() of it is empty whatever they state).
-                stated = facts_in(plain_sentence(sentence)).figures
-                missing = stated and unsupported_figures(stated, _evidence(valid, texts, evidence, effective or {}))
+            else:
+                plain = plain_sentence(sentence)
+                missing = None
+                if texts is not None:
+                    # The cited passages' figures are read only for a sentence that states a figure: one
+                    # without any has nothing to look up (unsupported() of it is empty whatever they state).
+                    stated = facts_in(plain).figures
+                    missing = stated and unsupported_figures(stated, _evidence(valid, texts, evidence, effective or {}))
                 if missing:
                     problems.append({"kind": "unsupported_number", "sentence": i, "count": len(missing)})
+                elif support is not None:
+                    supported, best = support(_SPACE_BEFORE_STOP.sub("", plain), valid)
+                    if not supported:
+                        problems.append({"kind": "unsupported_sentence", "sentence": i, "support": round(best, 3)})
     if not cited:
         problems.append({"kind": "no_citations"})
     ok = not problems

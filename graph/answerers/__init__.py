@@ -53,7 +53,9 @@ def draft_message(content: str, *, answerer: str, tool_calls: list[dict[str, Any
 def build_answerer(*, embedder: Any, stored_vectors: Any = None, prepared_vectors: Any = None,
                    chat_model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                    timeout_s: float = 30.0, judge: Any = None) -> Answerer:
-    """The LLM answerer when a chat model is configured, the extractive one otherwise."""
+    """The LLM answerer when a chat model is configured, the extractive one otherwise. `judge` (the
+    answer judge, models/judge): the extractive answerer's gate, and the LLM answerer's evidence
+    screen and support check."""
     from graph.answerers.extractive import ExtractiveAnswerer
 
     extractive = ExtractiveAnswerer(embedder=embedder, stored_vectors=stored_vectors,
@@ -62,5 +64,5 @@ def build_answerer(*, embedder: Any, stored_vectors: Any = None, prepared_vector
         from graph.answerers.llm import LLMAnswerer
 
         return LLMAnswerer(model=chat_model, base_url=base_url, api_key=api_key, timeout_s=timeout_s,
-                           fallback=extractive)
+                           fallback=extractive, judge=judge, embedder=embedder)
     return extractive

@@ -54,9 +54,10 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from graph.answerers import Answerer, AnswerRequest, Draft, draft_message, features
+from graph.answerers.judging import read_sentences
 from graph.tenant_names import by_organisation
 from graph.validate import validate_answer
-from models.judge import Candidate, Judge
+from models.judge import Judge
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
 from retrieval.language import detect_language
 from retrieval.rerank import unpack_vectors
@@ -229,18 +230,8 @@ class ExtractiveAnswerer:
         """The judge's probabilities for `sentences[read]`: English pairs go to its cross-encoder, any
         other to its multilingual head, with the sentences' multilingual vectors."""
         assert self.judge is not None
-        english = [language == "en" and passages[sentences[i].passage].lang == "en" for i in read]
-        question_vector, vectors = None, {}
-        if not all(english):
-            texts = [question, *(sentences[i].scored_text for i, e in zip(read, english, strict=True) if not e)]
-            encoded = np.asarray(await asyncio.to_thread(self.embedder.encode_multilingual, texts), dtype=np.float32)
-            question_vector, vectors = encoded[0], dict(zip(texts[1:], encoded[1:], strict=True))
-        candidates = [Candidate(passage=sentences[i].passage, heading=passages[sentences[i].passage].heading,
-                                text=sentences[i].scored_text, english=e,
-                                vector=None if e else vectors[sentences[i].scored_text], prior=-rank)
-                      for rank, (i, e) in enumerate(zip(read, english, strict=True))]
-        p = await asyncio.to_thread(self.judge.read, question, candidates, question_vector=question_vector)
-        return np.nan_to_num(p, nan=0.0)
+        return await asyncio.to_thread(read_sentences, self.judge, self.embedder, question, language, passages,
+                                       [(sentences[i].passage, sentences[i].scored_text) for i in read])
 
     async def _reading(self, question: str, language: str, passages: Sequence[Passage],
                        sentences: Sequence[_Sentence], scores: np.ndarray, picks: list[_Sentence]) -> JudgeReading | None:

@@ -13,6 +13,10 @@ Design choices (documented in the README's answering section):
   answerer: a person sees every question the configured model could not answer.
 - Prior turns reach the model as plain user/assistant text (their tool traffic is dropped); the
   current turn keeps its tool calls and results, so ids pair up as the API requires.
+- With the answer judge (models/judge), the model is sent only the passages the judge reads as
+  evidence for the question (`screened`, used by the tools node), and each factual sentence of its
+  draft must be supported by a sentence of a chunk it cites (`support_check`, used by the validate
+  node); graph/answerers/judging.py reads both.
 """
 
 from __future__ import annotations
@@ -20,14 +24,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from openai import AsyncOpenAI
 
 from graph.answerers import Answerer, AnswerRequest, Draft, draft_message
+from graph.answerers.judging import ClaimSupport, EvidenceScreen, screen_evidence
 from graph.prompts import PROMPT_VERSION, TOOLS, system_prompt
+from models.judge import Judge
+from retrieval.search import Passage
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +54,12 @@ class LLMAnswerer:
     name = "llm"
 
     def __init__(self, *, model: str, base_url: str | None, api_key: str | None, timeout_s: float,
-                 client: AsyncOpenAI | None = None, fallback: Answerer | None = None) -> None:
+                 client: AsyncOpenAI | None = None, fallback: Answerer | None = None,
+                 judge: Judge | None = None, embedder: Any = None) -> None:
         self.model: str | None = model
         self.fallback = fallback
+        self.judge = judge
+        self.embedder = embedder  # for the judge's multilingual pairs
         self.prompt_version: str | None = PROMPT_VERSION
         self.timeout_s = timeout_s
         self.client = client or AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout_s,
@@ -77,6 +87,18 @@ class LLMAnswerer:
         if message.tool_calls:
             info["tool_calls"] = [c["name"] for c in message.tool_calls]
         return Draft(message, info)
+
+    async def screened(self, question: str, passages: Sequence[Passage],
+                       known: Mapping[str, float] | None = None) -> EvidenceScreen | None:
+        """The passages the judge reads as evidence for the question (and those it leaves out), or
+        None without a judge. `known`: chunk id → a probability the gate already read for it."""
+        if self.judge is None or not passages:
+            return None
+        return await screen_evidence(self.judge, self.embedder, question, passages, known=known)
+
+    def support_check(self, passages: Sequence[Passage]) -> ClaimSupport | None:
+        """The validator's support check over the passages sent this turn, or None without a judge."""
+        return ClaimSupport(self.judge, self.embedder, passages) if self.judge is not None else None
 
 
 def _parse(response: Any, *, allow_tools: bool) -> AIMessage:

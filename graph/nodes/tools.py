@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from graph.answerers.extractive import JudgeReading
 from graph.answerers.features import tokens
+from graph.answerers.judging import EvidenceScreen
 from graph.prompts import format_evidence
 from graph.state import ConversationState, PauseCheck, passage_to_state, scope_from_state
 from graph.tenant_names import EMPTY, Lexicon, TenantNames, by_organisation, named_passages
@@ -38,13 +39,19 @@ ClosestSentence = Callable[[str, Sequence[Passage]], Awaitable[str | None]]
 # (question, passages, floor) → the answer judge's reading of the sentences an answer would quote
 # (ExtractiveAnswerer.judged), or None where there is no judge or nothing to quote.
 Judged = Callable[[str, Sequence[Passage], float | None], Awaitable[JudgeReading | None]]
+# (question, passages, chunk id → a probability the gate already read) → the passages the answer
+# judge reads as evidence (LLMAnswerer.screened), or None where there is no judge.
+Screen = Callable[[str, Sequence[Passage], Mapping[str, float] | None], Awaitable[EvidenceScreen | None]]
 # A question with more known words than this is chatty: its conflicts are judged on what it gets.
 CHATTY_TERMS = 6
 
 
 def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused: PauseCheck | None = None,
                conflict_check: ConflictCheck | None = None, closest_sentence: ClosestSentence | None = None,
-               judged: Judged | None = None):
+               judged: Judged | None = None, screen: Screen | None = None):
+    """`screen` (the LLM answerer's): the passages a model is sent are those the answer judge reads
+    as evidence; a search that leaves none gets the gate `below_score_floor`, like a question the
+    judge reads no passage as answering. The search's trace says which were left out (`evidence`)."""
     tenant_names = TenantNames(searcher.catalog)
 
     async def tools(state: ConversationState) -> dict[str, Any]:
@@ -92,6 +99,12 @@ def make_tools(searcher: Searcher, *, search_timeout_s: float = 20.0, is_paused:
                 lexicon=lambda: tenant_names.lexicon(scope.tenant_id), judged=judged)
             if reading is not None:
                 searches[-1]["judge"] = reading.trace()
+            if screen is not None and gate is None and not found_conflicts and found:
+                evidence = await screen(state["question"], found, _gate_read(reading))
+                if evidence is not None:
+                    searches[-1]["evidence"] = evidence.trace()
+                    found = evidence.kept
+                    gate = None if found else "below_score_floor"
             if found_conflicts:
                 conflicts.extend(found_conflicts)
                 signals.append("conflicting_sources")
@@ -160,6 +173,14 @@ async def _screen(question: str, result: SearchResult, conflict_check: ConflictC
             if reading is not None and not reading.ok:
                 gate = "below_score_floor"
     return found, gate, conflicts, reading
+
+
+def _gate_read(reading: JudgeReading | None) -> dict[str, float]:
+    """Chunk id → the best probability the gate's reading gave one of its sentences."""
+    best: dict[str, float] = {}
+    for s in reading.sentences if reading is not None else []:
+        best[s["chunk_id"]] = max(best.get(s["chunk_id"], 0.0), float(s["probability"]))
+    return best
 
 
 async def _conflict_question(question: str, found: Sequence[Passage], closest: ClosestSentence | None) -> str:

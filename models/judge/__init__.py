@@ -47,6 +47,10 @@ CACHE_SIZE = 20_000
 SCOPE_FLOOR = 0.25
 SCOPE_MARGIN = 0.35
 MAX_QUOTED = 3
+# A drafted sentence is supported by a cited chunk when the judge, reading the sentence as the
+# question, reads one of the chunk's sentences at least this high (calibration.json `support_at`;
+# measured by `python -m bench.claim_support`, see weights/README.md).
+SUPPORT_AT = 0.05
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class Judge:
         self.answerable_at = float(calibration["answerable_at"])
         self.scope_floor = float(calibration.get("scope_floor", SCOPE_FLOOR))
         self.scope_margin = float(calibration.get("scope_margin", SCOPE_MARGIN))
+        self.support_at = float(calibration.get("support_at", SUPPORT_AT))
         self.version = str(calibration.get("version", "judge"))
 
     @cached_property
