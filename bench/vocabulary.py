@@ -19,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWER_LAYER = ("graph/coverage.py", "graph/answerers/extractive.py", "graph/answerers/candidates.py",
+                "graph/answerers/judging.py",
                 "graph/answerers/features.py", "graph/answerers/figures.py", "graph/tenant_names.py",
                 "graph/nodes/tools.py", "retrieval/glossary.py", "retrieval/conflicts.py", "retrieval/rerank.py",
                 "retrieval/search.py", "models/judge/__init__.py")

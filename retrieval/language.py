@@ -52,3 +52,13 @@ def detect_language(text: str, *, low: float = 0.2, high: float = 0.8) -> Langua
     if ratio <= low:
         return "en"
     return "mixed"
+
+
+_DIACRITICS = re.compile(r"[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
+_ALEF = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ة": "ه", "ى": "ي", "ؤ": "و", "ئ": "ي"})
+
+
+def normalise_arabic(text: str) -> str:
+    """Arabic text in one spelling: no diacritics or tatweel, one alef, ta marbuta as ha, alef
+    maqsura as ya (and the hamza seats as their letters)."""
+    return _DIACRITICS.sub("", text).translate(_ALEF)

@@ -35,20 +35,6 @@ ML_SHIFT = -0.18
 # the pooled MiniLM ones the two constants above were tuned for.
 ML_SENTENCE_WEIGHT = 0.7
 ML_COVERAGE_FLOOR = 0.2
-# An Arabic question about an English chunk shares no term with it; its glossary words do
-# (retrieval/glossary.py): the share of the question's known words a chunk has, each word by any of
-# its English alternatives, scales the score from this floor up (a question the glossary knows no
-# word of is not scaled; a mixed one is scaled on its Latin words too). On the answers bench's tune
-# split, Arabic handbook questions: 0.5 → 6/12 right, 0.6–0.8 → 7/12, no scaling → 6/12.
-GLOSSARY_COVERAGE_FLOOR = 0.7
-# query_vecs key: the BM25 terms of each glossary word group (retrieval/search.py puts them there)
-GLOSSARY_GROUPS = "glossary_groups"
-# query_vecs key: MiniLM's vector of those English words, for a question the glossary knows well
-# (retrieval/search.py: `glossary_query`). An English chunk scores the better of two readings: the
-# multilingual vector of the question as asked, and MiniLM's of its English words read as an English
-# question. On the answers bench's tune split the expenses page then ranks first for "كم يمكنني أن
-# أصرف على الطعام في اليوم أثناء سفري للعمل؟" (a remote-work page did); XQuAD is unchanged.
-GLOSSARY_DENSE = "glossary_dense"
 # A question that matches some chunk on every term but one, where that one term occurs in none of
 # the same-language candidates: the BM25 legs put any chunk containing a rare term near the top,
 # so the term is, in practice, absent from what the caller may read, and it is what makes the
@@ -251,12 +237,9 @@ class SentenceReranker:
         q_ml = (np.asarray(query_vecs["dense_ml"], dtype=np.float32)
                 if query_vecs.get("dense_ml") is not None else None)
         terms = query_terms(query_vecs, language)
-        groups: Sequence[AbstractSet[int]] = query_vecs.get(GLOSSARY_GROUPS) or ()
-        q_gl = (np.asarray(query_vecs[GLOSSARY_DENSE], dtype=np.float32)
-                if query_vecs.get(GLOSSARY_DENSE) is not None else None)
         # Coverage counts what the question asks about; the unknown-term rule below keeps every
         # term (its "short question" is counted in the terms it was tuned on).
-        scores = [self._one(c, language, q_en, q_ml, content_terms(terms, language), groups, q_gl)
+        scores = [self._one(c, language, q_en, q_ml, content_terms(terms, language))
                   for c in candidates]
         unknown = unknown_terms(terms, language, candidates)
         known = terms - unknown
@@ -269,7 +252,7 @@ class SentenceReranker:
         return [s * UNKNOWN_TERM_FACTOR for s in scores]
 
     def _one(self, cand: Candidate, language: str, q_en: np.ndarray | None, q_ml: np.ndarray | None,
-             terms: set[int], groups: Sequence[AbstractSet[int]] = (), q_gl: np.ndarray | None = None) -> float:
+             terms: set[int]) -> float:
         row = cand.vectors
         if row is None:
             return 0.0
@@ -283,19 +266,11 @@ class SentenceReranker:
             floor = ML_COVERAGE_FLOOR
             best = float((sents @ q_ml).max()) if same_space else chunk_cos
             base = ML_SCALE * (ML_SENTENCE_WEIGHT * best + (1 - ML_SENTENCE_WEIGHT) * chunk_cos) + ML_SHIFT
-            if q_gl is not None and cand.lang == "en":
-                base = max(base, _minilm_reading(row, sents, q_gl))
         else:  # an Arabic question with the multilingual model switched off: no comparable vector
             return 0.0
-        same_language = language == cand.lang or language == "mixed"
-        by_terms, by_glossary = bool(terms) and same_language, bool(groups) and cand.lang == "en"
-        chunk_terms = set(json.loads(row["terms"])) if by_terms or by_glossary else set()
-        if by_terms:
-            coverage = len(terms & chunk_terms) / len(terms)
+        if terms and (language == cand.lang or language == "mixed"):
+            coverage = len(terms & set(json.loads(row["terms"]))) / len(terms)
             base *= floor + (1 - floor) * coverage
-        if by_glossary:
-            coverage = sum(bool(g & chunk_terms) for g in groups) / len(groups)
-            base *= GLOSSARY_COVERAGE_FLOOR + (1 - GLOSSARY_COVERAGE_FLOOR) * coverage
         return min(base, 1.0)
 
 

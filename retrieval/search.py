@@ -4,11 +4,9 @@ question → language router → legs (dense / multilingual dense / BM25 en / BM
 concurrently, each under its own timeout → RRF (k=60) → access check against the catalog →
 rerank the fused top 12 → top 4 → score floor.
 
-An Arabic question shares no word with an English page, so when the glossary (retrieval/glossary.py)
-knows enough of it, the English BM25 index is asked in the question's English words: one more leg
-in the fusion (for a mixed question, "… في Sourcegraph؟", beside the English leg on its own words). The reranker scores what that leg brings in like any other candidate, and scales an
-English chunk by how many of those words it has (an Arabic question over English pages had no
-term coverage before); the floor is the same.
+An Arabic question shares no word with an English page: it reaches English pages through the
+multilingual dense leg, and is read against their sentences by the answer judge's multilingual
+reader (models/judge), never through a word list.
 
 A leg that fails or times out is dropped and the turn goes on; a reranker failure falls back to
 the RRF order (fail-open) and the result says so. The gate: nothing found and the scope may read no
@@ -27,11 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder, Sparse
-from retrieval.glossary import english_groups, english_terms, known_share
+from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder
 from retrieval.index import Hit, VectorIndex
 from retrieval.language import detect_language
-from retrieval.rerank import GLOSSARY_DENSE, GLOSSARY_GROUPS, Candidate, Reranker
+from retrieval.rerank import Candidate, Reranker
 from store.catalog import Catalog
 from store.records import ChunkRecord, Scope
 
@@ -40,13 +37,6 @@ log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "dense", "bm25"]
 Gate = Literal["no_eligible_source", "retrieval_unavailable", "below_score_floor"]
 RRF_K = 60
-# The English BM25 leg asked in an Arabic question's glossary words, and the index vector it reads.
-SPARSE_EN_GLOSSARY = "sparse_en_glossary"
-_LEG_VECTOR = {SPARSE_EN_GLOSSARY: SPARSE_EN}
-# The share of an Arabic question the glossary must know for its English words to be read as an
-# English question by MiniLM as well (0.5 and 0.75 give the same answers on the tune split; the
-# higher keeps a question half of whose words are unknown to the multilingual reading alone).
-GLOSSARY_DENSE_SHARE = 0.75
 FETCH_K = 20
 FUSE_K = 12
 FINAL_K = 4
@@ -143,14 +133,6 @@ def rrf_fuse(rankings: dict[str, list[Hit]], *, k: int = RRF_K) -> list[tuple[st
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def glossary_query(question: str, *, share: float = GLOSSARY_DENSE_SHARE) -> str | None:
-    """The English words of a question the glossary knows well (at least `share` of it), as one
-    text MiniLM can read ("spend food day business travel"), or None."""
-    if known_share(question) < share:
-        return None
-    return " ".join(english_terms(question)) or None
-
-
 class Searcher:
     def __init__(self, *, index: VectorIndex, catalog: Catalog, embedder: Embedder, reranker: Reranker,
                  min_score: float, leg_timeout_s: float = 2.0, rerank_timeout_s: float = 2.0,
@@ -183,8 +165,6 @@ class Searcher:
         query_vecs = self.embedder.cached_query(query, vectors=vectors)
         if query_vecs is None:
             query_vecs = await asyncio.to_thread(self.embedder.embed_query, query, vectors=vectors)
-        if language != "en":
-            query_vecs, legs = await self._with_glossary(query, query_vecs, legs, mode)
         t_embed = time.perf_counter()
         reports: dict[str, LegReport] = {}
         rankings = await self._run_legs(legs, query_vecs, scope, reports, exclude=())
@@ -224,36 +204,13 @@ class Searcher:
                      "rerank": _ms(t_fuse, t_rerank), "total": _ms(started, t_rerank)},
         )
 
-    async def _with_glossary(self, query: str, query_vecs: dict[str, object], legs: tuple[str, ...],
-                             mode: Mode) -> tuple[dict[str, object], tuple[str, ...]]:
-        """An Arabic or mixed question's English words (retrieval/glossary.py): the English BM25 leg
-        asked in them (unless the dense leg alone was asked for), each word's terms for the reranker,
-        and, for a question the glossary knows well, MiniLM's vector of them (`glossary_query`)."""
-        groups = english_groups(query)
-        if not groups:
-            return query_vecs, legs
-        sparse = self.embedder.bm25[SPARSE_EN]
-        group_terms = [frozenset(sparse.embed_query(" ".join(g)).indices) for g in groups]
-        out: dict[str, object] = {**query_vecs, GLOSSARY_GROUPS: [t for t in group_terms if t]}
-        english = glossary_query(query)
-        if english:
-            vecs = self.embedder.cached_query(english, vectors=(DENSE,))
-            if vecs is None:
-                vecs = await asyncio.to_thread(self.embedder.embed_query, english, vectors=(DENSE,))
-            out[GLOSSARY_DENSE] = vecs[DENSE]
-        if mode != "dense":
-            joined = sparse.embed_query(" ".join(english_terms(query)))
-            out[SPARSE_EN_GLOSSARY] = Sparse(list(joined.indices), list(joined.values))
-            legs = (*legs, SPARSE_EN_GLOSSARY)
-        return out, legs
-
     async def _run_legs(self, legs: Sequence[str], query_vecs: dict[str, object], scope: Scope,
                         reports: dict[str, LegReport], *, exclude: Sequence[str]) -> dict[str, list[Hit]]:
         async def one(leg: str) -> tuple[str, list[Hit] | None]:
             t0 = time.perf_counter()
             try:
                 hits, t0 = await self._timed_leg(lambda: self.index.search(
-                    vector_name=_LEG_VECTOR.get(leg, leg), vector=query_vecs[leg], tenant_id=scope.tenant_id,
+                    vector_name=leg, vector=query_vecs[leg], tenant_id=scope.tenant_id,
                     groups=scope.groups, limit=FETCH_K, exclude=exclude))
             except TimeoutError as exc:
                 log.warning("retrieval leg %s timed out: %s", leg, exc)

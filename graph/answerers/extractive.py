@@ -4,9 +4,7 @@ From the passages at or above the score floor (at most 3 of each organisation), 
 scored against the question (for a chatty English message, half the vector is that of the parts
 that ask: "does sourcegraph help pay for childcare while im away?" more than "single parent here and
 the offsite is in sept."): cosine similarity (MiniLM for English, the multilingual encoder when
-the question or a passage is not English; an English sentence keeps the better of that and MiniLM's
-cosine with the English words of an Arabic question the glossary knows well enough, `glossary_query`)
-plus what graph/answerers/features.py reads off the sentence (the
+the question or a passage is not English) plus what graph/answerers/features.py reads off the sentence (the
 question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
 little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
 first sentence under an FAQ's question is read with it, and a short one is shown with it ("Does
@@ -61,7 +59,7 @@ from models.judge import Judge
 from retrieval.embed import DENSE, DENSE_ML, DENSE_SIZES
 from retrieval.language import detect_language
 from retrieval.rerank import unpack_vectors
-from retrieval.search import Passage, glossary_query
+from retrieval.search import Passage
 from retrieval.sentences import body_of, split_sentences
 
 MAX_PASSAGES = 3
@@ -95,10 +93,6 @@ RECENT_SCORINGS = 32  # scorings, and choices of sentences, kept per answerer (`
 # best others by this answerer's score.
 JUDGE_READS = 8
 TRACE_CHARS = 300  # of each sentence the judge read, in the turn's trace
-# How much of an Arabic question the glossary must know for its English words to be compared with
-# English sentences too (handbooks tune half: 0.75, the search's share, → 0.5 one more right answer,
-# XQuAD the same at 0.5 and 0.3)
-ANSWER_GLOSSARY_SHARE = 0.5
 # How `_candidates` reads a chunk into sentences; raised whenever that changes, so that the sentence
 # vectors prepared for the old reading are prepared again (store.catalog: answer_vectors.scheme).
 # 1: a section path line ("4.1 NON-TRAVEL RELATED EXPENSES > Books") is not quoted; its last section is the
@@ -311,22 +305,15 @@ class ExtractiveAnswerer:
 
     async def _score_all(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                          multilingual: bool) -> tuple[np.ndarray, np.ndarray]:
-        english: tuple[str, dict[str, np.ndarray]] | None = None
         if multilingual:  # the multilingual sentence vectors stored at ingestion are encode_multilingual's
             exact = {**await self._prepared(passages, multilingual=True),
                      **await self._stored(passages, DENSE_SIZES[DENSE_ML])}
             approx: dict[str, np.ndarray] = {}
-            # the search asks more of the glossary (GLOSSARY_DENSE_SHARE): there the English words alone
-            # find passages, here they only compare the sentences found, keeping the better of two cosines
-            in_english = glossary_query(question, share=ANSWER_GLOSSARY_SHARE)
-            if in_english:  # …and MiniLM's of the English ones, for its English words
-                english = (in_english, await self._prepared(passages))
         else:
             exact = await self._prepared(passages)
             approx = {} if all(s.scored_text in exact for s in sentences) else \
                 await self._stored(passages, DENSE_SIZES[DENSE])
-        return await asyncio.to_thread(self._score, question, sentences, passages, multilingual, exact, approx,
-                                       english)
+        return await asyncio.to_thread(self._score, question, sentences, passages, multilingual, exact, approx)
 
     async def _stored(self, passages: Sequence[Passage], dim: int) -> dict[str, np.ndarray]:
         """Sentence vectors stored at ingestion for these passages, keyed by sentence text, if they are
@@ -346,8 +333,7 @@ class ExtractiveAnswerer:
 
     def _score(self, question: str, sentences: Sequence[_Sentence], passages: Sequence[Passage],
                multilingual: bool, exact: Mapping[str, np.ndarray],
-               approx: Mapping[str, np.ndarray],
-               english: tuple[str, Mapping[str, np.ndarray]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+               approx: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Total score and cosine per sentence. `exact` vectors are used as they are; English
         sentences without one are shortlisted with the `approx` ones, and a sentence left off the
         shortlist scores -inf. `english`: an Arabic question's English words and the MiniLM vectors
@@ -359,9 +345,6 @@ class ExtractiveAnswerer:
         if asking is not None:  # what a chatty message asks weighs as much as the whole of it
             q = ASKING_WEIGHT * np.asarray(encode([asking]), dtype=np.float32)[0] + (1 - ASKING_WEIGHT) * q
             q /= np.linalg.norm(q)
-        in_english, english_vecs = english or ("", {})
-        # cached too: the search embedded the English words
-        q_gl = np.asarray(self.embedder.encode_sentences([in_english]), dtype=np.float32)[0] if english_vecs else None
         cosine = np.full(len(sentences), -1.0, dtype=np.float32)
         total = np.full(len(sentences), -np.inf, dtype=np.float32)
 
@@ -371,8 +354,6 @@ class ExtractiveAnswerer:
             vecs = dict(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True)) if fresh else {}
             for i in indices:
                 cosine[i] = float(exact.get(sentences[i].scored_text, vecs.get(sentences[i].scored_text)) @ q)
-                if q_gl is not None and sentences[i].scored_text in english_vecs:
-                    cosine[i] = max(cosine[i], float(english_vecs[sentences[i].scored_text] @ q_gl))
                 total[i] = cosine[i] + rest[i]
 
         ready = {i for i, s in enumerate(sentences) if s.scored_text in exact}

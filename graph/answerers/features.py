@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 
 from graph.facts import ARABIC_DIGITS, NUMBER_UNITS
-from retrieval.glossary import english_terms, normalise
+from retrieval.language import normalise_arabic
 
 _TOKEN = re.compile(r"\w+")
 _COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
@@ -124,7 +124,7 @@ _ARABIC_PLACES: dict[str, tuple[str, ...]] = {
 def _arabic_place_pattern(name: str) -> str:
     """An Arabic place name as a sentence writes it: with a conjunction or preposition in front
     ("وفي دبي", "بالرياض", "للسعودية"), never inside another word."""
-    words = [normalise(w) for w in name.split()]
+    words = [normalise_arabic(w) for w in name.split()]
     first = words[0]
     heads = [f"(?:[وف]?[بلك]?){re.escape(first)}"]
     if first.startswith("ال"):
@@ -276,12 +276,8 @@ def _question_terms(question: str) -> frozenset[str]:
     if question.isascii():
         return _tokens(question)
     # Arabic-Indic digits as the English pages write them ("٢٥ يومًا" asks about "25 days").
-    own = _tokens(question.translate(ARABIC_DIGITS)) | _tokens(question)
-    translated = english_terms(question)
-    if not translated:
-        return own
-    # A workplace question's places count as the English page names them ("لندن" is London).
-    return own | _tokens(" ".join(translated)) | _arabic_places(question)
+    # A question's places count as the English page names them ("لندن" is London).
+    return _tokens(question.translate(ARABIC_DIGITS)) | _tokens(question) | _arabic_places(question)
 
 
 def _arabic_places(text: str) -> frozenset[str]:
@@ -292,7 +288,7 @@ def _arabic_places(text: str) -> frozenset[str]:
 def arabic_places(text: str) -> dict[str, frozenset[str]]:
     """Each place an Arabic text names, by its English name, with its terms as `places(…, widen=True)`
     gives them for English text ("دبي" is Dubai: the city and the United Arab Emirates)."""
-    arabic = normalise(text)
+    arabic = normalise_arabic(text)
     out: dict[str, frozenset[str]] = {}
     for name in sorted({name for name, pattern in _ARABIC_PLACE if pattern.search(arabic)}):
         if name in _CITIES:

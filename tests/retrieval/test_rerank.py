@@ -20,9 +20,6 @@ from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder, bun
 from retrieval.ingest import vector_row
 from retrieval.rerank import (
     COVERAGE_FLOOR,
-    GLOSSARY_COVERAGE_FLOOR,
-    GLOSSARY_DENSE,
-    GLOSSARY_GROUPS,
     INDEXED_VOCABULARY,
     UNKNOWN_TERM_FACTOR,
     Candidate,
@@ -34,7 +31,6 @@ from retrieval.rerank import (
     misspelt_only,
     near_miss,
 )
-from retrieval.search import glossary_query
 from tests.conftest import make_settings
 
 TEXTS = [
@@ -161,41 +157,6 @@ def test_arabic_question_is_scored_across_languages_with_the_multilingual_vector
     scores = SentenceReranker().score(query=question, query_vecs=query(embedder, question), language="ar",
                                       candidates=cands)
     assert int(np.argmax(scores)) == 0 and scores[0] > 0
-
-
-def test_an_english_chunk_lacking_the_arabic_question_s_english_words_loses(embedder: Embedder) -> None:
-    """Each glossary word group is covered by any of its alternatives; a chunk with none of them is
-    scaled down to the floor, one with all of them keeps its score."""
-    cands = candidates(embedder, TEXTS)
-    question = "ما هو الحد الأقصى لسعر الفندق في بوسطن؟"
-    vecs = query(embedder, question)
-    plain = SentenceReranker().score(query=question, query_vecs=vecs, language="ar", candidates=cands)
-    groups = [frozenset(embedder.embed_query(" ".join(g), vectors=(SPARSE_EN,))[SPARSE_EN].indices)
-              for g in (("hotel",), ("limit", "cap"))]
-    scaled = SentenceReranker().score(query=question, query_vecs={**vecs, GLOSSARY_GROUPS: groups}, language="ar",
-                                      candidates=cands)
-    assert scaled[0] == pytest.approx(plain[0])  # hotel and limit: both there
-    assert scaled[1] == pytest.approx(plain[1] * (GLOSSARY_COVERAGE_FLOOR + (1 - GLOSSARY_COVERAGE_FLOOR) / 2))
-    assert scaled[2] == pytest.approx(plain[2] * GLOSSARY_COVERAGE_FLOOR)  # neither
-
-
-def test_an_english_chunk_scores_the_better_of_the_arabic_question_and_its_english_words(embedder: Embedder) -> None:
-    """A question the glossary knows well is also read, in its English words, as an English question:
-    each English chunk keeps the better of the two scores, so the page that answers comes first."""
-    cands = candidates(embedder, ["Travel expenses. Meals while travelling on company business are reimbursable "
-                                  "up to USD 100 per day.",
-                                  "Working hours. A remote worker may start the day at 6:00 and work until 9:00, "
-                                  "then take a break."])
-    question = "كم يمكنني أن أصرف على الطعام في اليوم أثناء سفري للعمل؟"
-    english = glossary_query(question)
-    assert english is not None and {"food", "day", "travel"} <= set(english.split())
-    vecs = query(embedder, question)
-    plain = SentenceReranker().score(query=question, query_vecs=vecs, language="ar", candidates=cands)
-    read = SentenceReranker().score(query=question, language="ar", candidates=cands,
-                                    query_vecs={**vecs, GLOSSARY_DENSE: query(embedder, english)[DENSE]})
-    assert all(r >= p - 1e-6 for r, p in zip(read, plain, strict=True))
-    assert read[0] > plain[0] and read[0] > read[1]
-    assert glossary_query("متى كانت تجربة ماركوني الإذاعية؟") is None  # a question the glossary barely knows
 
 
 def test_best_sentence_picks_the_answering_sentence(embedder: Embedder) -> None:
