@@ -34,8 +34,7 @@ from bench.workspace import Workspace
 
 OUT = Path(__file__).resolve().parent / "out"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-CONSTANTS = ("SENTENCE_WEIGHT", "COVERAGE_FLOOR", "ML_SCALE", "ML_SHIFT", "ML_SENTENCE_WEIGHT", "ML_COVERAGE_FLOOR",
-             "UNKNOWN_TERM_FACTOR")
+CONSTANTS = ("SENTENCE_WEIGHT", "COVERAGE_FLOOR", "ML_SCALE", "ML_SHIFT", "ML_SENTENCE_WEIGHT", "ML_COVERAGE_FLOOR")
 FLOORS = np.round(np.arange(0.0, 1.0001, 0.005), 3)
 ANSWER_TARGET, ABSTAIN_TARGET = 0.90, 0.95
 MIN_GAIN = 0.005  # AUROC gain on the tuning split that justifies changing a blend constant
@@ -201,14 +200,6 @@ async def section_calibrate(ws: Workspace) -> None:
                  [tag, *row("  of which ar question → en collection", [o for o in ar_held if _cross(o)], values, f)],
                  [tag, *row("  of which ar question → ar collection", [o for o in ar_held if not _cross(o)], values, f)],
                  [tag, *row("Handbooks (never tuned on)", handbooks, values, f)]]
-    if base.get("UNKNOWN_TERM_FACTOR", 1.0) != 1.0:  # what the one-unknown-term rule buys, at its own best floor
-        off = {**chosen, "UNKNOWN_TERM_FACTOR": 1.0}
-        f_off = choose_floor(rescore(tune, **off))
-        tag = f"chosen, UNKNOWN_TERM_FACTOR=1.0 (rule off; floor {f_off:.2f})"
-        rows += [[tag, *row("SQuAD tune", tune, off, f_off)], [tag, *row("SQuAD held-out", held, off, f_off)],
-                 [tag, *row("SQuAD held-out adversarial", adv_held, off, f_off)],
-                 [tag, *row("Arabic held-out", ar_held, off, f_off)],
-                 [tag, *row("Handbooks (never tuned on)", handbooks, off, f_off)]]
     table("Calibration — configured vs chosen constants (targets: answered ≥ 0.90, abstained ≥ 0.95)",
           ["constants", "set", "answerable", "must abstain", "AUROC", "Recall@4", "answered", "abstained"], rows,
           note="configured: " + ", ".join(f"{k}={v}" for k, v in base.items()) + f", floor {configured_floor}\n"

@@ -93,6 +93,14 @@ RECENT_SCORINGS = 32  # scorings, and choices of sentences, kept per answerer (`
 # best others by this answerer's score.
 JUDGE_READS = 8
 TRACE_CHARS = 300  # of each sentence the judge read, in the turn's trace
+# A question that picks no row of a table the judge reads as answering it ("What is the hotel limit
+# per night?" over nightly limits by city): when at least TABLE_ROWS rows of one table are read at or
+# above the threshold and within TABLE_MARGIN of the best sentence read, the answer is the table (its
+# rows in document order; of a longer one than MAX_TABLE_ROWS, the rows read so), not one row or a
+# sentence beside it. The judge's reading, not the question's wording, says that no row is singled out.
+TABLE_ROWS = 3
+TABLE_MARGIN = 0.1
+MAX_TABLE_ROWS = 8
 # How `_candidates` reads a chunk into sentences; raised whenever that changes, so that the sentence
 # vectors prepared for the old reading are prepared again (store.catalog: answer_vectors.scheme).
 # 1: a section path line ("4.1 NON-TRAVEL RELATED EXPENSES > Books") is not quoted; its last section is the
@@ -141,6 +149,8 @@ class _Sentence:
     scored_text: str  # what is compared with the question (a table row with its header)
     answers_faq: bool = False  # the first sentence under an FAQ's question
     faq: bool = False  # …a short one, shown with the question ("… 401k? Not at this time.")
+    table: int = -1  # a row of the chunk's table number `table` (a table whose first row names its columns)
+    lead: str = ""  # the lead-in `text` opens with ("… the following nightly limits:"), where it does
 
 
 _V = TypeVar("_V")
@@ -201,6 +211,9 @@ class ExtractiveAnswerer:
                          {"error": "no sentence above the floor"})
         quoted = [(passages[s.passage], _HTML_BREAK.sub("; ", s.text)) for s in picks]
         lines = [_line(passage, text, request.language) for passage, text in quoted]
+        if len(picks) >= TABLE_ROWS and picks[0].table >= 0 \
+                and all((s.passage, s.table) == (picks[0].passage, picks[0].table) for s in picks):
+            lines = _table_lines(passages[picks[0].passage], picks, request.language)
         allowed = [p.chunk_id for p in passages]
         if not validate_answer("\n".join(lines), allowed).ok:
             # A title or section name that reads as a sentence of its own: drop the connective.
@@ -228,21 +241,26 @@ class ExtractiveAnswerer:
                                        [(sentences[i].passage, sentences[i].scored_text) for i in read])
 
     async def _reading(self, question: str, language: str, passages: Sequence[Passage],
-                       sentences: Sequence[_Sentence], scores: np.ndarray, picks: list[_Sentence]) -> JudgeReading | None:
+                       sentences: Sequence[_Sentence], scores: np.ndarray, picks: list[_Sentence]
+                       ) -> tuple[JudgeReading | None, list[_Sentence]]:
         """The judge reads the sentences picked and the best others (JUDGE_READS in all); the turn's
         answerable probability is the best of the picked ones'. (Quoting the judge's best sentence
         instead, where it reads another higher, showed more wrong answers on the tune split at every
-        margin tried: the judge decides whether to answer, the picker what to quote.)"""
+        margin tried: the judge decides whether to answer, the picker what to quote.) Second: the rows
+        of a table to quote instead of the picks, where the question singles out none (TABLE_ROWS)."""
         if self.judge is None or not picks:
-            return None
+            return None, []
         quoted = [sentences.index(s) for s in picks]
         others = [int(i) for i in np.argsort(-scores) if np.isfinite(scores[i]) and int(i) not in quoted]
         read = [*quoted, *others][: max(JUDGE_READS, len(quoted))]
         p = await self._read(question, language, passages, sentences, read)
+        threshold = self.judge.answerable_at
+        rows = _general_table(sentences, read, p, threshold)
+        answering = [k for k, i in enumerate(read) if sentences[i] in rows] if rows else list(range(len(quoted)))
         trace = [{"chunk_id": passages[sentences[i].passage].chunk_id, "index": sentences[i].index,
                   "text": sentences[i].scored_text[:TRACE_CHARS], "probability": round(float(p[k]), 4),
-                  "quoted": k < len(quoted)} for k, i in enumerate(read)]
-        return JudgeReading(float(np.max(p[: len(quoted)])), float(np.max(p)), self.judge.answerable_at, trace)
+                  "quoted": k in answering} for k, i in enumerate(read)]
+        return JudgeReading(float(np.max(p[answering])), float(np.max(p)), threshold, trace), rows
 
     async def _choose(self, question: str, language: str, candidates: Sequence[Passage],
                       min_score: float | None) -> _Choice:
@@ -262,8 +280,8 @@ class ExtractiveAnswerer:
             return _Choice(passages, sentences, np.zeros(0, dtype=np.float32), [], multilingual)
         scores, cosine = await self._scores(question, sentences, passages, multilingual)
         picks = self._picks(question, sentences, scores, cosine, passages)
-        reading = await self._reading(question, language, passages, sentences, scores, picks)
-        return _Choice(passages, sentences, scores, picks, multilingual, reading)
+        reading, table = await self._reading(question, language, passages, sentences, scores, picks)
+        return _Choice(passages, sentences, scores, table or picks, multilingual, reading)
 
     def _picks(self, question: str, sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray,
                passages: Sequence[Passage]) -> list[_Sentence]:
@@ -515,6 +533,7 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
     introduce. A table row is shown with its column names."""
     out: list[_Sentence] = []
     header: list[str] | None = None
+    tables = 0
     lead_in = ""
     head, _, rest = text.partition("\n")
     # an FAQ's question (the chunk's own heading, or a line of it), for the answer under it
@@ -532,6 +551,7 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
             # in HTML may start with a row of data ("#announce-company | Critical information …").
             header = cells if _names_columns(cells) else []
             if header:
+                tables += 1
                 continue
         is_item = cells is not None or bool(_ITEM.match(stripped))
         if not is_item:
@@ -561,11 +581,14 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
                     or _INSTRUCTION_TO_AI.search(sentence):
                 continue
             shown = sentence.lstrip("-•* ").strip()
+            table = -1
             if cells is not None and header is not None and len(header) == len(cells):
                 shown = "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=True))
+                table = tables
             scored = f"{lead_in} {shown}" if is_item and lead_in else shown
+            lead = ""
             if is_item and lead_in.endswith(":"):
-                shown = scored  # the lead-in is part of the sentence the item completes
+                shown, lead = scored, lead_in  # the lead-in is part of the sentence the item completes
             elif is_item and lead_in and cells is None and len(shown) <= SHORT_ITEM:
                 shown = f"{lead_in.rstrip()}: {shown}"  # "Eligibility: All full-time team members (30+ hours per week)"
             answers_faq, faq = first, False
@@ -574,7 +597,8 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
                 if len(shown) <= FAQ_SHORT_ANSWER:
                     shown, faq = f"{asked} {shown}", True  # a short answer is shown with the question it answers
                 first = False
-            out.append(_Sentence(passage_no, len(out), shown, scored, answers_faq, faq))
+            out.append(_Sentence(passage_no, len(out), shown, scored, answers_faq, faq, table,
+                                 lead if shown.startswith(lead) else ""))
     return out
 
 
@@ -718,10 +742,43 @@ _HTML_BREAK = re.compile(r"\s*<br\s*/?>\s*", re.IGNORECASE)
 
 
 def _line(passage: Passage, sentence: str, language: str) -> str:
+    if language == "ar":
+        return f"{_source(passage, language)}: «{sentence}» [{passage.chunk_id}]"
+    return f"{_source(passage, language)}: “{sentence}” [{passage.chunk_id}]"
+
+
+def _table_lines(passage: Passage, rows: Sequence[_Sentence], language: str) -> list[str]:
+    """A table's rows under one line naming where they come from (with the rows' lead-in, where they
+    share one, quoted there once), each row cited."""
+    lead = rows[0].lead if all(r.lead == rows[0].lead for r in rows) else ""
+    texts = [_HTML_BREAK.sub("; ", r.text[len(lead):].strip() if lead else r.text) for r in rows]
+    open_, close = ("«", "»") if language == "ar" else ("“", "”")
+    first = f"{_source(passage, language)}: {open_}{lead}{close} [{passage.chunk_id}]" if lead \
+        else f"{_source(passage, language)}:"
+    return [first, *(f"{open_}{text}{close} [{passage.chunk_id}]" for text in texts)]
+
+
+def _source(passage: Passage, language: str) -> str:
     section = passage.heading
     if section.startswith(passage.title + " > "):
         section = section[len(passage.title) + 3:]
     where = f" ({section})" if section and section != passage.title else ""
     if language == "ar":
-        return f"وفقًا لـ«{passage.title}»{where}: «{sentence}» [{passage.chunk_id}]"
-    return f"According to {passage.title}{where}: “{sentence}” [{passage.chunk_id}]"
+        return f"وفقًا لـ«{passage.title}»{where}"
+    return f"According to {passage.title}{where}"
+
+
+def _general_table(sentences: Sequence[_Sentence], read: Sequence[int], p: np.ndarray,
+                   threshold: float) -> list[_Sentence]:
+    """The rows of the table to quote whole (see TABLE_ROWS), or none."""
+    near = float(np.max(p)) - TABLE_MARGIN if len(p) else 1.0
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, i in enumerate(read):
+        if sentences[i].table >= 0 and p[k] >= max(threshold, near):
+            groups.setdefault((sentences[i].passage, sentences[i].table), []).append(i)
+    best = max(groups.values(), key=len, default=[])
+    if len(best) < TABLE_ROWS:
+        return []
+    key = (sentences[best[0]].passage, sentences[best[0]].table)
+    rows = [s for s in sentences if (s.passage, s.table) == key]
+    return rows if len(rows) <= MAX_TABLE_ROWS else [sentences[i] for i in sorted(best)][:MAX_TABLE_ROWS]

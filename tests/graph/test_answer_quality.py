@@ -55,6 +55,23 @@ async def test_the_two_boston_limits_conflict_in_any_wording_or_language(svc: Se
     assert "320" not in (out.answer or "")
 
 
+async def test_a_question_that_names_no_city_gets_the_table_of_limits_by_city(svc: Services) -> None:
+    """The judge reads every row of the nightly limits as answering "per night" alike: the answer is the
+    table, once under its lead-in, not one row, the "per room" sentence beside it, or the events guide's
+    Boston figure that conflicts with the table's."""
+    out = await ask(svc, "What is the hotel limit per night?")
+    assert out.route == "answer", out.reason
+    rows = quoted(out.answer)
+    assert rows[0].endswith("nightly limits, before taxes and resort fees:")
+    assert [r.split(";")[0] for r in rows[1:]] == ["City: Boston", "City: New York", "City: London", "City: Dubai",
+                                                   "City: Riyadh", "City: Any other city"]
+    assert "USD 275" not in out.answer and "per room" not in out.answer
+    one = await ask(svc, "What is the hotel limit in London?")
+    assert one.route == "answer" and quoted(one.answer) == [
+        "The company pays up to the following nightly limits, before taxes and resort fees: City: London; "
+        "Nightly limit: GBP 210"]
+
+
 async def test_inside_the_trade_show_week_the_exception_answers(svc: Services) -> None:
     out = await ask(svc, "What is the Boston hotel limit during a trade-show week?")
     assert out.route == "answer" and "USD 320" in out.answer

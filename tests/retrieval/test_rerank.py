@@ -6,7 +6,6 @@ The CrossEncoder is a tiny randomly initialised BERT built here from the bundled
 
 from __future__ import annotations
 
-import random
 import shutil
 from pathlib import Path
 
@@ -14,22 +13,16 @@ import numpy as np
 import pytest
 import torch
 
-import retrieval.rerank as rerank_module
 from bot.services import open_services
 from retrieval.embed import DENSE, DENSE_ML, SPARSE_AR, SPARSE_EN, Embedder, bundled_model_dir
 from retrieval.ingest import vector_row
 from retrieval.rerank import (
     COVERAGE_FLOOR,
-    INDEXED_VOCABULARY,
-    UNKNOWN_TERM_FACTOR,
     Candidate,
     CrossEncoderReranker,
     SentenceReranker,
     best_sentence,
     build_reranker,
-    content_terms,
-    misspelt_only,
-    near_miss,
 )
 from tests.conftest import make_settings
 
@@ -79,66 +72,6 @@ def test_coverage_penalises_chunks_missing_the_question_terms(embedder: Embedder
     assert with_terms[1] < without[1]
     assert with_terms[1] >= without[1] * COVERAGE_FLOOR - 1e-6
     assert with_terms[0] > with_terms[1]
-
-
-def test_chat_filler_and_abbreviations_do_not_count_against_coverage(embedder: Embedder) -> None:
-    """A colloquial question scores the chunk that answers it as its plain wording does."""
-    cands = candidates(embedder, ["Annual leave. You may carry over up to 5 days of annual leave per year into the next year."])
-    reranker = SentenceReranker()
-
-    def coverage_terms(question: str) -> set[int]:
-        return content_terms(set(query(embedder, question)[SPARSE_EN].indices), "en")
-
-    assert coverage_terms("hey quick q lol, how much annual leave can i carry over per yr pls") == \
-        coverage_terms("annual leave carry over per year")
-    chatty = "hey quick q lol, how much annual leave can i carry over per yr pls"
-    plain = "how much annual leave can i carry over per year"
-    with_terms = reranker.score(query=chatty, query_vecs=query(embedder, chatty), language="en", candidates=cands)
-    without = reranker.score(query=chatty, query_vecs=query(embedder, chatty, sparse=False), language="en",
-                             candidates=cands)
-    assert with_terms[0] == pytest.approx(without[0], abs=1e-6)  # every content term is in the chunk
-    assert content_terms(coverage_terms(plain), "ar") == coverage_terms(plain)  # Arabic terms as they are
-    assert 0 < with_terms[0]
-
-
-@pytest.mark.parametrize(("question", "scaled"), [
-    ("wholesale returns receipt", True),  # no candidate knows "wholesale": every score is scaled
-    ("electronicss returns receipt", False),  # a typo of "electronics", which they contain: not scaled
-])
-def test_one_unknown_term_scales_every_score_unless_it_is_a_typo(embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
-                                                                 question: str, scaled: bool) -> None:
-    cands = candidates(embedder, ["Returns. Retail returns are accepted within 30 days with a receipt.",
-                                  "Electronics. Electronics must be returned within 14 days with a receipt."])
-    q = query(embedder, question)
-    with_rule = SentenceReranker().score(query=question, query_vecs=q, language="en", candidates=cands)
-    monkeypatch.setattr(rerank_module, "UNKNOWN_TERM_FACTOR", 1.0)
-    without = SentenceReranker().score(query=question, query_vecs=q, language="en", candidates=cands)
-    factor = UNKNOWN_TERM_FACTOR if scaled else 1.0
-    assert with_rule == pytest.approx([s * factor for s in without], abs=1e-6)
-
-
-def test_near_misses_are_one_edit_for_short_words_and_two_for_long_ones() -> None:
-    vocab = {"substance", "characterized", "fell", "retail"}
-    assert misspelt_only("What is the susbtance?", "en", set(), []) is False  # no unknown term: nothing to excuse
-    assert near_miss("susbtance", vocab) and near_miss("charecterized", vocab) and near_miss("fall", vocab)
-    assert not near_miss("retial", vocab)  # six letters, two edits away
-    assert not near_miss("wholesale", vocab)
-
-
-def test_a_whole_tenant_vocabulary_is_searched_through_its_index_with_the_same_answers() -> None:
-    # Thousands of words (a tenant's whole vocabulary): the indexed
-    # search must find every near miss the plain scan finds, and nothing else.
-    rng = random.Random(7)
-    letters = "abcdefghijklmnopqrstuvwxyzéü0123456789-'"
-    words = {"".join(rng.choice(letters[:26]) for _ in range(rng.randint(3, 12))) for _ in range(4000)}
-    words |= {"reimbursement", "coworking", "bereavement", "ramadan", "naïve", "covid-19", "o'brien"}
-    vocab = frozenset(words)
-    assert len(vocab) >= INDEXED_VOCABULARY
-    probes = ["reimbursment", "cowrking", "bereavment", "ramadhan", "naive", "covid19", "obrien", "wholesale",
-              *(w[:2] + w[3:] for w in sorted(words)[:150]), *(w[::-1] for w in sorted(words)[-150:])]
-    scanned = [near_miss(p, set(vocab)) for p in probes]  # a plain set is scanned word by word
-    assert [near_miss(p, vocab) for p in probes] == scanned
-    assert sum(scanned) > 100 and not all(scanned)
 
 
 def test_missing_vectors_or_no_comparable_vector_score_zero(embedder: Embedder) -> None:
