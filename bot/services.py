@@ -170,7 +170,8 @@ async def open_services(settings: Settings, *, embedder: Embedder | None = None,
                                   chat_model=settings.chat_model,
                                   base_url=settings.openai_base_url, api_key=settings.openai_api_key,
                                   timeout_s=settings.llm_timeout_s, judge=shared_judge())
-        async with open_checkpointer(settings.checkpoint_path) as checkpointer:
+        database_url = settings.database_url.get_secret_value() if settings.database_url else None
+        async with open_checkpointer(settings.checkpoint_path, database_url=database_url) as checkpointer:
             graph = build_graph(checkpointer, searcher=searcher, answerer=answerer, conversations=conversations,
                                 escalation_deadline_hours=settings.escalation_deadline_hours,
                                 is_paused=controls.is_paused,

@@ -229,12 +229,6 @@ async def test_score_floor_gates_and_still_returns_passages(hb: Services, bob: S
     assert lenient.gate is None
 
 
-async def test_a_question_nothing_answers_falls_below_the_floor(hb: Services, bob: Scope) -> None:
-    """Sample fact 5: there is no wholesale returns policy; the retail one must not pass for it."""
-    result = await hb.searcher.search("What is the returns policy for our wholesale customers?", bob)
-    assert result.gate == "below_score_floor"
-
-
 async def test_trace_names_legs_chunks_and_timings(hb: Services, bob: Scope) -> None:
     result = await searcher(hb).search(HOTEL, bob)
     trace = result.trace()
