@@ -17,6 +17,7 @@ from typing import Any, cast
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -39,7 +40,19 @@ CHECKPOINT_SETUP_LOCK = 0x43414952_43500001
 PG_POOL_SIZE = 4
 
 
-class TimedSqliteSaver(AsyncSqliteSaver):
+class _TimedWrites(BaseCheckpointSaver[str]):
+    """A saver that reports the time a turn spends writing pending writes (graph/timings.py)."""
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        started = time.perf_counter()
+        try:
+            await super().aput_writes(config, writes, task_id, task_path)
+        finally:
+            add_timing("checkpoint_writes_ms", (time.perf_counter() - started) * 1000)
+
+
+class TimedSqliteSaver(_TimedWrites, AsyncSqliteSaver):
     """The SQLite saver, reporting the time a turn spends writing checkpoints (graph/timings.py).
 
     Every turn reads its session's latest checkpoint and writes one. The library's saver sends each
@@ -96,16 +109,8 @@ class TimedSqliteSaver(AsyncSqliteSaver):
         finally:
             add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
 
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
-        started = time.perf_counter()
-        try:
-            await super().aput_writes(config, writes, task_id, task_path)
-        finally:
-            add_timing("checkpoint_writes_ms", (time.perf_counter() - started) * 1000)
 
-
-class TimedPostgresSaver(AsyncPostgresSaver):
+class TimedPostgresSaver(_TimedWrites, AsyncPostgresSaver):
     """The PostgreSQL saver, reporting the time a turn spends writing checkpoints (graph/timings.py)."""
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
@@ -115,14 +120,6 @@ class TimedPostgresSaver(AsyncPostgresSaver):
             return await super().aput(config, checkpoint, metadata, new_versions)
         finally:
             add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
-        started = time.perf_counter()
-        try:
-            await super().aput_writes(config, writes, task_id, task_path)
-        finally:
-            add_timing("checkpoint_writes_ms", (time.perf_counter() - started) * 1000)
 
 
 @asynccontextmanager
