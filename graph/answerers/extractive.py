@@ -354,8 +354,7 @@ class ExtractiveAnswerer:
                approx: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Total score and cosine per sentence. `exact` vectors are used as they are; English
         sentences without one are shortlisted with the `approx` ones, and a sentence left off the
-        shortlist scores -inf. `english`: an Arabic question's English words and the MiniLM vectors
-        of the sentences, each of which keeps the better of the two cosines."""
+        shortlist scores -inf."""
         rest = _features(question, sentences, passages)
         encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
         q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
