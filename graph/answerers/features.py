@@ -265,9 +265,9 @@ def _tokens(text: str) -> frozenset[str]:
 
 
 def question_terms(question: str) -> set[str]:
-    """The terms a question is compared with candidate sentences on (see `tokens`): an Arabic
-    question's own, and the English words the glossary gives for them, so that its words can meet
-    an English sentence's ("الإجازة المرضية" is "sick leave")."""
+    """The terms a question is compared with candidate sentences on (see `tokens`): its own words, its
+    Arabic-Indic digits as the pages write them, and the places an Arabic question names as the
+    English pages name them (no word list translates the rest: the multilingual reading compares it)."""
     return set(_question_terms(question))
 
 
