@@ -59,3 +59,31 @@ def test_the_runtime_set_has_no_torch_and_the_train_extra_has_it() -> None:
     torch_lines = [line for line in makefile.splitlines() if "pip install" in line and "torch" in line]
     assert torch_lines and all("torch==2.13.0" in line and "$(TORCH_CPU_INDEX)" in line for line in torch_lines)
     assert "TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu" in makefile
+
+
+def _interpolated(value: str) -> str:
+    """A docker-compose value with its `${NAME:-default}` references at their defaults."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+
+
+def test_the_compose_file_runs_cairn_on_its_postgresql_and_qdrant_with_settings_cairn_knows(tmp_path: Path) -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    cairn, postgres = services["cairn"], services["postgres"]
+    environment = {k: _interpolated(str(v)) for k, v in cairn["environment"].items()}
+    known = {str(f.alias) for f in make_settings(tmp_path).model_fields.values() if f.alias}
+    assert set(environment) <= known  # a misspelt setting would be ignored silently
+    settings = make_settings(tmp_path, **environment)
+    assert settings.database_url is not None and settings.qdrant_url == "http://qdrant:6333"
+    url = settings.database_url.get_secret_value()
+    assert url == (f"postgresql://{postgres['environment']['POSTGRES_USER']}:"
+                   f"{_interpolated(postgres['environment']['POSTGRES_PASSWORD'])}@postgres:5432/"
+                   f"{postgres['environment']['POSTGRES_DB']}")
+    assert "--locale=C" in postgres["environment"]["POSTGRES_INITDB_ARGS"]  # byte order, as on SQLite
+    assert {"postgres", "qdrant"} <= set(cairn["depends_on"])
+    # the access file it mounts by default exists, where CAIRN_ACCESS_FILE says
+    mounts = [_interpolated(v).split(":") for v in cairn["volumes"]]
+    assert [environment["CAIRN_ACCESS_FILE"]] == [target for source, target, *_ in mounts
+                                                  if (ROOT / source).is_file()]
+    assert cairn["command"][:2] == ["cairn", "serve"] and build_parser().parse_args(cairn["command"][1:])
+    assert cairn["command"] == docker_cmd()
