@@ -1,12 +1,10 @@
 """The durable checkpointer: langgraph-checkpoint-sqlite on aiosqlite, in its own database file
 (settings.checkpoint_path), separate from the catalog so checkpoint writes never wait on it; or,
-with CAIRN_DATABASE_URL, langgraph-checkpoint-postgres in that PostgreSQL database (its own tables,
-beside the state store's), so that every replica reads and resumes the same conversations."""
+with CAIRN_DATABASE_URL, langgraph-checkpoint-postgres in that PostgreSQL database
+(graph/checkpoint_pg.py), so that every replica reads and resumes the same conversations."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -25,22 +23,13 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
     get_checkpoint_metadata,
 )
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
-from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
 
 from graph.timings import add_timing
 
-# The advisory lock replicas take around the checkpoint tables' creation on a new database (the
-# library's migrations are not safe to run twice at once); the state store's are others (store/pg.py).
-CHECKPOINT_SETUP_LOCK = 0x43414952_43500001
-# Connections to PostgreSQL a process keeps for its checkpoints (a turn holds one per checkpoint call).
-PG_POOL_SIZE = 4
 
-
-class _TimedWrites(BaseCheckpointSaver[str]):
+class TimedWrites(BaseCheckpointSaver[str]):
     """A saver that reports the time a turn spends writing pending writes (graph/timings.py)."""
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -52,7 +41,7 @@ class _TimedWrites(BaseCheckpointSaver[str]):
             add_timing("checkpoint_writes_ms", (time.perf_counter() - started) * 1000)
 
 
-class TimedSqliteSaver(_TimedWrites, AsyncSqliteSaver):
+class TimedSqliteSaver(TimedWrites, AsyncSqliteSaver):
     """The SQLite saver, reporting the time a turn spends writing checkpoints (graph/timings.py).
 
     Every turn reads its session's latest checkpoint and writes one. The library's saver sends each
@@ -110,24 +99,15 @@ class TimedSqliteSaver(_TimedWrites, AsyncSqliteSaver):
             add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
 
 
-class TimedPostgresSaver(_TimedWrites, AsyncPostgresSaver):
-    """The PostgreSQL saver, reporting the time a turn spends writing checkpoints (graph/timings.py)."""
-
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> RunnableConfig:
-        started = time.perf_counter()
-        try:
-            return await super().aput(config, checkpoint, metadata, new_versions)
-        finally:
-            add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
-
-
 @asynccontextmanager
 async def open_checkpointer(path: Path, *, database_url: str | None = None
-                            ) -> AsyncIterator[AsyncSqliteSaver | AsyncPostgresSaver]:
-    """SQLite at `path`, or PostgreSQL at `database_url` when one is given (then nothing is written at `path`)."""
+                            ) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """SQLite at `path`, or PostgreSQL at `database_url` when one is given (then nothing is written at
+    `path`; the PostgreSQL saver and its driver are imported only then: graph/checkpoint_pg.py)."""
     if database_url:
-        async with _postgres(database_url) as on_postgres:
+        from graph.checkpoint_pg import open_postgres
+
+        async with open_postgres(database_url) as on_postgres:
             yield on_postgres
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,35 +124,3 @@ async def open_checkpointer(path: Path, *, database_url: str | None = None
         yield saver
     finally:
         await conn.close()
-
-
-@asynccontextmanager
-async def _postgres(url: str) -> AsyncIterator[AsyncPostgresSaver]:
-    """A pool of autocommit connections (the library's requirement), checked before each use so that a
-    connection the server dropped (a restart, a failover) is replaced rather than handed to a turn."""
-    pool = AsyncConnectionPool(url, min_size=1, max_size=PG_POOL_SIZE, open=False,
-                               kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-                               check=AsyncConnectionPool.check_connection)
-    await pool.open(wait=True, timeout=30)
-    try:
-        saver = TimedPostgresSaver(pool)  # type: ignore[arg-type]
-        async with pool.connection() as conn:
-            # Polled, never waited for: the library's migrations build indexes CONCURRENTLY, which waits
-            # for every open statement, a waiting pg_advisory_lock included: that would never end.
-            await _take_polling(conn, CHECKPOINT_SETUP_LOCK)
-            try:
-                await saver.setup()
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (CHECKPOINT_SETUP_LOCK,))
-        yield saver
-    finally:
-        await pool.close()
-
-
-async def _take_polling(conn: Any, key: int, *, every_s: float = 0.05) -> None:
-    """Take a session advisory lock by trying again and again (see `_postgres` for why not wait on it)."""
-    for _ in itertools.count():
-        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS held", (key,))).fetchone()
-        if row and row["held"]:
-            return
-        await asyncio.sleep(every_s)
