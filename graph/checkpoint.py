@@ -29,8 +29,17 @@ from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_write
 from graph.timings import add_timing
 
 
-class TimedWrites(BaseCheckpointSaver[str]):
-    """A saver that reports the time a turn spends writing pending writes (graph/timings.py)."""
+class Timed(BaseCheckpointSaver[str]):
+    """A saver that reports the time a turn spends writing checkpoints and pending writes
+    (graph/timings.py), put in front of either engine's saver."""
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        started = time.perf_counter()
+        try:
+            return await super().aput(config, checkpoint, metadata, new_versions)
+        finally:
+            add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
@@ -41,8 +50,8 @@ class TimedWrites(BaseCheckpointSaver[str]):
             add_timing("checkpoint_writes_ms", (time.perf_counter() - started) * 1000)
 
 
-class TimedSqliteSaver(TimedWrites, AsyncSqliteSaver):
-    """The SQLite saver, reporting the time a turn spends writing checkpoints (graph/timings.py).
+class FewerTripsSqliteSaver(AsyncSqliteSaver):
+    """The SQLite saver in fewer thread hand-offs.
 
     Every turn reads its session's latest checkpoint and writes one. The library's saver sends each
     step of those to the connection's thread separately (open a cursor, execute, fetch, close the
@@ -78,25 +87,25 @@ class TimedSqliteSaver(TimedWrites, AsyncSqliteSaver):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        started = time.perf_counter()
-        try:
-            await self.setup()
-            thread_id = config["configurable"]["thread_id"]
-            checkpoint_ns = config["configurable"]["checkpoint_ns"]
-            type_, serialized_checkpoint = self.serde.dumps_typed(checkpoint)
-            serialized_metadata = json.dumps(get_checkpoint_metadata(config, metadata),
-                                             ensure_ascii=False).encode("utf-8", "ignore")
-            async with self.lock:
-                await self.conn.execute_fetchall(
-                    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id,"
-                    " parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (str(thread_id), checkpoint_ns, checkpoint["id"], config["configurable"].get("checkpoint_id"),
-                     type_, serialized_checkpoint, serialized_metadata))
-                await self.conn.commit()  # committed before the run goes on, as the library's aput
-            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
-                                     "checkpoint_id": checkpoint["id"]}}
-        finally:
-            add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
+        await self.setup()
+        thread_id = config["configurable"]["thread_id"]
+        checkpoint_ns = config["configurable"]["checkpoint_ns"]
+        type_, serialized_checkpoint = self.serde.dumps_typed(checkpoint)
+        serialized_metadata = json.dumps(get_checkpoint_metadata(config, metadata),
+                                         ensure_ascii=False).encode("utf-8", "ignore")
+        async with self.lock:
+            await self.conn.execute_fetchall(
+                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id,"
+                " parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (str(thread_id), checkpoint_ns, checkpoint["id"], config["configurable"].get("checkpoint_id"),
+                 type_, serialized_checkpoint, serialized_metadata))
+            await self.conn.commit()  # committed before the run goes on, as the library's aput
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                                 "checkpoint_id": checkpoint["id"]}}
+
+
+class TimedSqliteSaver(Timed, FewerTripsSqliteSaver):
+    """The SQLite saver in fewer trips, reporting the time a turn spends writing checkpoints."""
 
 
 @asynccontextmanager

@@ -4,20 +4,15 @@ store's database, its own tables beside the store's. Imported only when a databa
 from __future__ import annotations
 
 import asyncio
-import itertools
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from graph.checkpoint import TimedWrites
-from graph.timings import add_timing
+from graph.checkpoint import Timed
 
 # The advisory lock replicas take around the checkpoint tables' creation on a new database (the
 # library's migrations are not safe to run twice at once); the state store's are others (store/pg.py).
@@ -26,16 +21,8 @@ CHECKPOINT_SETUP_LOCK = 0x43414952_43500001
 PG_POOL_SIZE = 4
 
 
-class TimedPostgresSaver(TimedWrites, AsyncPostgresSaver):
+class TimedPostgresSaver(Timed, AsyncPostgresSaver):
     """The PostgreSQL saver, reporting the time a turn spends writing checkpoints (graph/timings.py)."""
-
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> RunnableConfig:
-        started = time.perf_counter()
-        try:
-            return await super().aput(config, checkpoint, metadata, new_versions)
-        finally:
-            add_timing("checkpoint_put_ms", (time.perf_counter() - started) * 1000)
 
 
 @asynccontextmanager
@@ -62,8 +49,8 @@ async def open_postgres(url: str) -> AsyncIterator[AsyncPostgresSaver]:
 
 
 async def _take_polling(conn: Any, key: int, *, every_s: float = 0.05) -> None:
-    """Take a session advisory lock by trying again and again (see `_postgres` for why not wait on it)."""
-    for _ in itertools.count():
+    """Take a session advisory lock by trying again and again (see `open_postgres` for why not wait on it)."""
+    while True:
         row = await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS held", (key,))).fetchone()
         if row and row["held"]:
             return
