@@ -741,9 +741,7 @@ _HTML_BREAK = re.compile(r"\s*<br\s*/?>\s*", re.IGNORECASE)
 
 
 def _line(passage: Passage, sentence: str, language: str) -> str:
-    if language == "ar":
-        return f"{_source(passage, language)}: «{sentence}» [{passage.chunk_id}]"
-    return f"{_source(passage, language)}: “{sentence}” [{passage.chunk_id}]"
+    return f"{_source(passage, language)}: {_quoted(passage, sentence, language)}"
 
 
 def _table_lines(passage: Passage, rows: Sequence[_Sentence], language: str) -> list[str]:
@@ -751,10 +749,13 @@ def _table_lines(passage: Passage, rows: Sequence[_Sentence], language: str) -> 
     share one, quoted there once), each row cited."""
     lead = rows[0].lead if all(r.lead == rows[0].lead for r in rows) else ""
     texts = [_HTML_BREAK.sub("; ", r.text[len(lead):].strip() if lead else r.text) for r in rows]
-    open_, close = ("«", "»") if language == "ar" else ("“", "”")
-    first = f"{_source(passage, language)}: {open_}{lead}{close} [{passage.chunk_id}]" if lead \
-        else f"{_source(passage, language)}:"
-    return [first, *(f"{open_}{text}{close} [{passage.chunk_id}]" for text in texts)]
+    first = _line(passage, lead, language) if lead else f"{_source(passage, language)}:"
+    return [first, *(_quoted(passage, text, language) for text in texts)]
+
+
+def _quoted(passage: Passage, text: str, language: str) -> str:
+    """The document's words in the answer's quotation marks, with the chunk's citation."""
+    return f"«{text}» [{passage.chunk_id}]" if language == "ar" else f"“{text}” [{passage.chunk_id}]"
 
 
 def _source(passage: Passage, language: str) -> str:
