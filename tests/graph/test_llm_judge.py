@@ -66,12 +66,3 @@ async def test_a_faithful_answer_passes_the_support_check(open_home) -> None:
             out = await svc.runner.ask(session_id="s-faithful", scope=bob(svc), question=LONDON)
     assert out.route == "answer", out.trace.get("validation")
     assert out.trace["validation"]["factual"] == 1 and out.trace["validation"]["problems"] == []
-
-
-async def test_with_the_model_paused_the_extractive_draft_gets_no_support_check(open_home) -> None:
-    with llm.FakeOpenAI([llm.fabrication()]) as fake:
-        async with open_home(**llm_settings(fake)) as svc:
-            await svc.controls.set_paused("llm", True, by="ops")
-            out = await svc.runner.ask(session_id="s-paused", scope=bob(svc), question=LONDON)
-    assert out.route == "answer" and out.trace["answerer"]["name"] == "extractive"
-    assert fake.requests == []
