@@ -232,9 +232,9 @@ class Ingestor:
                         low_disk = exc
                     else:
                         # Each job at most once per run: one that fails and falls due again waits for the next.
-                        job = await self.jobs.claim_next(
-                            exclude=tuple(taken), only=only,
-                            busy_documents=[(j.tenant_id, j.doc_id) for j in running.values()])
+                        # One job of a document at a time: the store passes over a job whose
+                        # document another lane (or process) is running.
+                        job = await self.jobs.claim_next(exclude=tuple(taken), only=only)
                 if job is not None:
                     taken.append(job.job_id)
                     running[asyncio.ensure_future(self.run_job(job, on_progress=on_progress))] = job

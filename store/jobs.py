@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 import aiosqlite
 
-from store.db import iso, skip_locked, transaction, utcnow, write
+from store.db import dialect_of, iso, skip_locked, transaction, utcnow, write
 from store.records import JobRecord
 
 WORKING_STATES = ("parsing", "embedding", "indexing")
@@ -141,41 +141,46 @@ class Jobs:
         return _job(row) if row else None
 
     async def claim_next(self, *, now: datetime | None = None, exclude: Sequence[str] = (),
-                         only: Sequence[str] | None = None,
-                         busy_documents: Sequence[tuple[str, str]] = ()) -> JobRecord | None:
+                         only: Sequence[str] | None = None) -> JobRecord | None:
         """The oldest runnable job: queued, failed and due for retry, or left mid-way by a crash.
 
         `exclude` / `only` filter before the lease is taken, so a job a worker will not run is
-        never leased (nor its attempts counted) by claiming it; so does `busy_documents` ((tenant, doc)
-        pairs whose job another lane of this worker is running: one job of a document at a time). A job already claimed `max_attempts`
-        times whose last run never reached an end (its worker died or hung: only `fail` records a
-        failure) is dead-lettered here instead of being run again.
+        never leased (nor its attempts counted) by claiming it. One job of a document runs at a time,
+        across every worker and process: a job whose document has another job under a live lease is
+        passed over (on PostgreSQL two claimers racing for two jobs of one document are told apart
+        by a per-document advisory lock, as neither sees the other's lease before it commits). A job
+        already claimed `max_attempts` times whose last run never reached an end (its worker died or
+        hung: only `fail` records a failure) is dead-lettered here instead of being run again.
         """
         if only is not None and not only:
             return None
         stamp = iso(now)
-        sql = ("SELECT * FROM ingest_jobs WHERE state IN ('queued','failed','parsing','embedding','indexing')"
-               " AND next_attempt_at <= ?")
-        args: list[object] = [stamp]
-        if exclude:
-            sql += f" AND job_id NOT IN ({','.join('?' * len(exclude))})"
-            args.extend(exclude)
-        if only is not None:
-            sql += f" AND job_id IN ({','.join('?' * len(only))})"
-            args.extend(only)
-        for tenant_id, doc_id in busy_documents:
-            sql += " AND NOT (tenant_id=? AND doc_id=?)"
-            args.extend((tenant_id, doc_id))
+        postgresql = dialect_of(self._conn) == "postgresql"
         holder = lease_holder()
-        # On PostgreSQL the oldest row no other process is claiming right now, locked until the lease is
-        # written: claimers in several processes each take a different job, without waiting in turn.
-        sql += " ORDER BY created_at LIMIT 1" + skip_locked(self._conn)
+        passed: list[str] = [*exclude]  # and jobs of a document another claimer is taking right now
+        sibling = _LEASED_SIBLING.format(tenant="ingest_jobs.tenant_id", doc="ingest_jobs.doc_id",
+                                         job="ingest_jobs.job_id")
         while True:
+            sql = ("SELECT * FROM ingest_jobs WHERE state IN ('queued','failed','parsing','embedding','indexing')"
+                   f" AND next_attempt_at <= ? AND NOT EXISTS ({sibling})")
+            args: list[object] = [stamp, stamp]
+            if passed:
+                sql += f" AND job_id NOT IN ({','.join('?' * len(passed))})"
+                args.extend(passed)
+            if only is not None:
+                sql += f" AND job_id IN ({','.join('?' * len(only))})"
+                args.extend(only)
+            # On PostgreSQL the oldest row no other process is claiming right now, locked until the lease
+            # is written: claimers in several processes each take a different job, without waiting in turn.
+            sql += " ORDER BY created_at LIMIT 1" + skip_locked(self._conn)
             async with transaction(self._conn, rows_only=True) as conn:
                 async with conn.execute(sql, args) as cur:
                     row = await cur.fetchone()
                 if row is None:
                     return None
+                if postgresql and not await _document_lock(conn, row, stamp):
+                    passed.append(row["job_id"])
+                    continue
                 if row["state"] != "failed" and row["attempts"] >= self.max_attempts:
                     await conn.execute(
                         "UPDATE ingest_jobs SET state='dead', last_error=?, lease_holder=NULL, updated_at=?"
@@ -327,6 +332,27 @@ class Jobs:
     async def set_notify(self, *, job_id: str, notify: dict[str, object]) -> None:
         await write(self._conn, "UPDATE ingest_jobs SET notify=?, updated_at=? WHERE job_id=?",
                     (json.dumps(notify), iso(), job_id))
+
+
+# Another job of the same document under a live lease (claimed, not finished, not failed); formatted
+# with the job being considered: the outer query's columns, or parameters.
+_LEASED_SIBLING = ("SELECT 1 FROM ingest_jobs AS sibling WHERE sibling.tenant_id={tenant}"
+                   " AND sibling.doc_id={doc} AND sibling.job_id<>{job}"
+                   " AND sibling.state IN ('queued','parsing','embedding','indexing')"
+                   " AND sibling.lease_holder IS NOT NULL AND sibling.next_attempt_at > ?")
+
+
+async def _document_lock(conn: aiosqlite.Connection, row: aiosqlite.Row, stamp: str) -> bool:
+    """PostgreSQL, inside the claim's transaction: take the document's advisory lock (held until
+    commit) and look again for a leased sibling, now that any claimer that held the lock before has
+    committed its lease. False when another claimer holds the lock or took a sibling meanwhile."""
+    key = f"cairn-ingest-document\x1f{row['tenant_id']}\x1f{row['doc_id']}"
+    async with conn.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))", (key,)) as cur:
+        locked = await cur.fetchone()
+    if not locked or not locked[0]:
+        return False
+    async with conn.execute(_LEASED_SIBLING.format(tenant="?", doc="?", job="?"), (row["tenant_id"], row["doc_id"], row["job_id"], stamp)) as cur:
+        return await cur.fetchone() is None
 
 
 def _job(row: aiosqlite.Row) -> JobRecord:

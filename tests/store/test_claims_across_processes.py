@@ -50,9 +50,9 @@ async def main(target, what, keys):
         for key in keys:
             if await conversations.seen_event(key=key):
                 won.append(key)
-    else:  # "hold": take one job, say which, and wait to be killed holding its lease
+    else:  # "hold": take one job (if any), say which, and wait to be killed holding its lease
         job = await Jobs(db).claim_next()
-        print(json.dumps([job.job_id]), flush=True)
+        print(json.dumps([job.job_id] if job else []), flush=True)
         await asyncio.sleep(600)
     await db.close()
     print(json.dumps(won), flush=True)
@@ -112,6 +112,34 @@ async def test_three_processes_claim_each_job_exactly_once(conn: aiosqlite.Conne
     for job_id in queued:
         job = await Jobs(conn).get(job_id=job_id)
         assert job is not None and job.attempts == 1
+
+
+async def test_one_job_of_a_document_runs_at_a_time_across_processes(
+        conn: aiosqlite.Connection, database_target: Path | str) -> None:
+    jobs = Jobs(conn)
+    by_document: dict[str, str] = {}
+    for doc in ("handbook", "travel"):
+        for version in range(3):  # three uploads of each document, each a job of its own
+            job, _ = await jobs.enqueue(tenant_id="acme", doc_id=doc, source_path=f"{doc}.md",
+                                        raw_path=f"/raw/{doc}-{version}.md", content_hash=f"{doc}{version}", options={})
+            by_document[job.job_id] = doc
+    holders = [await _claimer(database_target, "hold") for _ in range(CLAIMERS)]
+    for holder in holders:
+        _go(holder)
+    held = []
+    for holder in holders:
+        assert holder.stdout is not None
+        held += json.loads((await asyncio.wait_for(holder.stdout.readline(), timeout=60)).decode())
+    try:
+        assert sorted(by_document[job_id] for job_id in held) == ["handbook", "travel"]
+        assert await jobs.claim_next() is None  # every document has a job running
+    finally:
+        for holder in holders:
+            holder.send_signal(signal.SIGKILL)
+            await holder.wait()
+    assert sorted(await jobs.reclaim_dead_leases()) == sorted(held)
+    taken = await jobs.claim_next()
+    assert taken is not None and by_document[taken.job_id] in ("handbook", "travel")
 
 
 async def test_three_processes_claim_each_scheduled_run_exactly_once(conn: aiosqlite.Connection,
