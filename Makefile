@@ -9,7 +9,7 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test fuzz lint typecheck bench judge install clean
+.PHONY: run test test-postgresql fuzz lint typecheck bench judge install clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -46,6 +46,11 @@ test: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The suite again with every test's state on PostgreSQL (a server of its own, tests/pg.py); the store's
+# tests already run on both engines in `make test`, the fuzz and model tests touch no state.
+test-postgresql: $(TEST_STAMP)
+	CAIRN_TEST_DATABASE=postgresql $(BIN)/pytest tests --ignore=tests/store --ignore=tests/fuzz --ignore=tests/models
 
 # The fuzz suite for longer than `make test` runs it (CAIRN_FUZZ_EXAMPLES inputs per property, fresh
 # randomness each run); Hypothesis's statistics say how many inputs each property was tried on.

@@ -58,6 +58,11 @@ def _run_as() -> pwd.struct_passwd | None:
         raise RuntimeError(f"cannot create the cairn-pg user: {created.stderr.decode(errors='replace')}") from None
 
 
+def _schema_of(url: str) -> str:
+    """The schema a `new_database_url` URL puts first on the search path."""
+    return url.rsplit("search_path%3D", 1)[-1]
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -133,13 +138,34 @@ class PgServer:
         self._schemas.append(schema)
         return f"{self.url}?options={quote(f'-csearch_path={schema}')}"
 
+    def copy_database(self, source: str, target: str) -> None:
+        """Copy every table of the schema at `source` (a `new_database_url`), rows and all, into the
+        empty schema at `target`: what copying a home's SQLite file is on this engine."""
+        import psycopg
+        from psycopg import sql
+
+        src, dst = _schema_of(source), _schema_of(target)
+        with psycopg.connect(self.url, autocommit=True) as conn, conn.transaction():
+            tables = [row[0] for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname=%s ORDER BY tablename", (src,))]
+            for table in tables:
+                old, new = sql.Identifier(src, table), sql.Identifier(dst, table)
+                conn.execute(sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(new, old))
+                conn.execute(sql.SQL("INSERT INTO {} OVERRIDING SYSTEM VALUE SELECT * FROM {}").format(new, old))
+                identities = conn.execute(
+                    "SELECT attname FROM pg_attribute WHERE attrelid=%s::regclass AND attidentity<>''",
+                    (f"{dst}.{table}",)).fetchall()
+                for (column,) in identities:  # the copy's own sequence goes on from the rows copied
+                    conn.execute(sql.SQL("SELECT setval(pg_get_serial_sequence({}, {}), max({}), true) FROM {}"
+                                         " HAVING count(*) > 0").format(
+                        sql.Literal(f"{dst}.{table}"), sql.Literal(column), sql.Identifier(column), new))
+
     def drop_database(self, url: str) -> None:
         """Drop the schema `new_database_url` made, with everything in it."""
         import psycopg
 
-        schema = url.rsplit("search_path%3D", 1)[-1]
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"DROP SCHEMA IF EXISTS {_schema_of(url)} CASCADE")
 
     def stop(self, *, remove: bool = True) -> None:
         """Fast shutdown (SIGINT), then the data directory goes."""

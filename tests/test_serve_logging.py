@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from store.credentials import CredentialStore, sign_user_context
-from tests.conftest import ROOT, SAMPLE_ACCESS
+from tests.conftest import ROOT, SAMPLE_ACCESS, copy_home
 
 SECRET_WORDS = "zebracorn-budget"
 
@@ -61,7 +60,7 @@ def serve_and_ask(home: Path) -> tuple[str, int]:
 
 def test_the_server_logs_json_lines_without_message_text_or_user_ids(tmp_path: Path, handbook_template: Path) -> None:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     err, status = serve_and_ask(home)
     assert status == 200, err[-2000:]
     # Every line is one JSON object, but the start-up banner printed for the operator.

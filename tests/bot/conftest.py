@@ -9,7 +9,6 @@ import hashlib
 import hmac
 import itertools
 import json
-import shutil
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -26,7 +25,7 @@ from bot.settings import Settings
 from bot.slack.app import create_app
 from bot.slack.context import WorkTracker
 from retrieval.embed import Embedder
-from tests.conftest import make_settings, serving
+from tests.conftest import copy_home, make_settings, serving
 from tests.fake_slack import FakeSlack
 from tests.slack_rules import slack_encoded
 
@@ -180,7 +179,7 @@ def slack_settings() -> dict[str, object]:
 async def cairn(tmp_path: Path, handbook_template: Path, embedder: Embedder, fake_slack: FakeSlack,
                 slack_settings: dict[str, object]) -> AsyncIterator[Cairn]:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     driver = await Cairn(home=home, fake=fake_slack, embedder=embedder, overrides=slack_settings).open()
     try:
         yield driver

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from bot.settings import Settings
 
 
+@pytest.mark.sqlite_only("the setting unset means SQLite")
 def test_unset_or_blank_means_sqlite_under_the_home(tmp_path: Path) -> None:
     for extra in ({}, {"CAIRN_DATABASE_URL": " "}):
         settings = Settings(_env_file=None, CAIRN_HOME=tmp_path, **extra)  # type: ignore[call-arg]

@@ -1,4 +1,4 @@
-"""Analytics fixtures: a bare store (SQLite only), seeding with known timestamps, fake Slack and OpenAI."""
+"""Analytics fixtures: a bare store (the state store alone, on the suite's engine), seeding with known timestamps, fake Slack and OpenAI."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from store.db import iso, open_db
 from store.records import EscalationRecord
 from store.reports import EscalationReports
 from store.run_claims import RunClaims
-from tests.conftest import serving
+from tests.conftest import make_settings, serving
 from tests.escalations.slack_files import FakeSlackWithFiles
 from tests.graph.fake_openai import FakeOpenAI
 
@@ -55,7 +55,7 @@ class Store:
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
     home = tmp_path / "home"
-    db = await open_db(home / "cairn.db")
+    db = await open_db(make_settings(home).database)
     conversations = ConversationStore(db)
     try:
         yield Store(db, conversations, EscalationReports(db, conversations), home)

@@ -1,4 +1,4 @@
-"""`cairn classify` and `cairn digest`: SQLite only, so they work while `cairn serve` holds the index."""
+"""`cairn classify` and `cairn digest`: the state store only (never the index), so they work while `cairn serve` holds the index."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tests.escalations.slack_files import FakeSlackWithFiles
 async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Path]:
     """A CAIRN_HOME whose database holds the seeded week; the environment points the CLI at it."""
     home = tmp_path / "home"
-    db = await open_db(home / "cairn.db")
+    db = await open_db(make_settings(home).database)
     try:
         conversations = ConversationStore(db)
         from store.reports import EscalationReports

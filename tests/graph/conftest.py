@@ -4,7 +4,6 @@ reopen from disk (the restart tests)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from bot.services import Services, open_services
 from retrieval.embed import Embedder
 from store.records import Scope
-from tests.conftest import make_settings
+from tests.conftest import copy_home, make_settings
 
 LONDON = "What is the nightly hotel limit in London?"
 
@@ -22,7 +21,7 @@ LONDON = "What is the nightly hotel limit in London?"
 @pytest.fixture
 def home(tmp_path: Path, handbook_template: Path) -> Path:
     target = tmp_path / "home"
-    shutil.copytree(handbook_template, target)
+    copy_home(handbook_template, target)
     return target
 
 

@@ -143,6 +143,7 @@ async def test_an_admin_can_answer_a_turn_that_failed_with_an_error(open_home) -
         assert (await svc.runner.ask(session_id="s-err", scope=bob(svc), question=LONDON)).route == "answer"
 
 
+@pytest.mark.sqlite_only("the SQLite checkpointer's own fast path")
 async def test_the_checkpoint_a_turn_starts_from_is_the_one_the_library_reads(open_home) -> None:
     """graph/checkpoint.py reads the latest checkpoint in fewer round trips: the same tuple as the
     library's reader, pending writes (the interrupt a resume needs) included."""

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from retrieval.embed import Embedder
-from tests.conftest import ROOT, SAMPLE_ACCESS, handbook_copy
+from tests.conftest import ROOT, SAMPLE_ACCESS, copy_home, handbook_copy
 from tests.load import cpu_hog
 
 HOTEL = "What is the hotel limit per night?"
@@ -28,7 +27,7 @@ def cairn(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 async def test_a_fresh_process_on_a_loaded_machine_answers_its_first_question(
         tmp_path: Path, handbook_template: Path) -> None:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     with cpu_hog():
         done = cairn(home, "ask", HOTEL, "--json")
     assert done.returncode == 0, done.stderr

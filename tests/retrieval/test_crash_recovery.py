@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from bot.services import open_services
 from bot.settings import Settings
 from retrieval.embed import Embedder
@@ -119,6 +121,7 @@ def crash_then_rerun(home: Path, folder: Path, documents: set[str], rng: random.
     return edits, rerun, out, err, problems
 
 
+@pytest.mark.sqlite_only("watches the SQLite file between kills")
 async def test_kill_9_during_ingest_then_one_rerun_publishes_every_edit(tmp_path: Path, embedder: Embedder) -> None:
     seed = int.from_bytes(os.urandom(4))
     print(f"random moments from seed {seed}")  # shown with a failure, to replay it

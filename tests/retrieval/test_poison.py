@@ -74,7 +74,7 @@ CLAIM_AND_DIE = textwrap.dedent("""
     from store.jobs import Jobs
 
     async def main() -> None:
-        db = await open_db(Path(sys.argv[1]))
+        db = await open_db(sys.argv[1])
         jobs = Jobs(db, max_attempts=3)
         await jobs.reclaim_dead_leases()
         job = await jobs.claim_next(only=[sys.argv[2]])
@@ -87,7 +87,7 @@ CLAIM_AND_DIE = textwrap.dedent("""
 
 
 def worker_that_dies(svc: Services, job_id: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CLAIM_AND_DIE, str(svc.settings.db_path), job_id], cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", CLAIM_AND_DIE, str(svc.settings.database), job_id], cwd=ROOT,
                           env={**os.environ}, capture_output=True, text=True, timeout=120)
 
 

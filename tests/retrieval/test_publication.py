@@ -12,6 +12,8 @@ import asyncio
 import threading
 from collections.abc import Callable
 
+import pytest
+
 from bot.services import Services
 from retrieval.ingest import DocumentOptions
 from retrieval.search import SearchResult
@@ -50,6 +52,7 @@ def hook(when: Callable[[str], bool], action: Callable[[], None]) -> Callable[[s
     return trace
 
 
+@pytest.mark.sqlite_only("steps in between two reads through SQLite's trace callback")
 async def test_replace_never_shows_zero_or_two_versions_to_a_question_asked_meanwhile(services: Services) -> None:
     svc = services
     scope: Scope = svc.access.resolve_cli(None)
@@ -86,6 +89,7 @@ async def test_replace_never_shows_zero_or_two_versions_to_a_question_asked_mean
     assert versions(await svc.searcher.search(QUESTION, scope)) == {"v2"}
 
 
+@pytest.mark.sqlite_only("steps in between two reads through SQLite's trace callback")
 async def test_a_publication_between_the_searchers_two_fetches_never_returns_both_versions(
         services: Services) -> None:
     """The new version is indexed but not yet current, so the search refuses its chunks and fetches

@@ -6,7 +6,6 @@ The CrossEncoder is a tiny randomly initialised BERT built here from the bundled
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from retrieval.rerank import (
     best_sentence,
     build_reranker,
 )
-from tests.conftest import make_settings
+from tests.conftest import copy_home, make_settings
 
 TEXTS = [
     "Hotels. The nightly hotel limit in Boston is USD 250. London is GBP 210.",
@@ -172,7 +171,7 @@ def test_cross_encoder_scores_are_probabilities_per_candidate(model_dirs: dict[s
 async def test_rerank_model_setting_wires_the_cross_encoder_into_search(
         model_dirs: dict[str, Path], handbook_template: Path, embedder: Embedder, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     settings = make_settings(home, CAIRN_RERANK_MODEL=model_dirs["two-class"])
     assert settings.rerank_model == model_dirs["two-class"]
     assert isinstance(build_reranker(settings.rerank_model), CrossEncoderReranker)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from bot.cli.main import main
 from retrieval.embed import Embedder
-from tests.conftest import SAMPLE_ACCESS
+from tests.conftest import SAMPLE_ACCESS, copy_home
 
 
 @pytest.fixture
@@ -27,7 +26,7 @@ def cairn_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Embedd
 
 @pytest.fixture
 def handbook_home(cairn_home: Path, handbook_template: Path) -> Path:
-    shutil.copytree(handbook_template, cairn_home)
+    copy_home(handbook_template, cairn_home)
     return cairn_home
 
 

@@ -125,6 +125,7 @@ def db_path(env: Path) -> Path:
     return env / "home" / "cairn.db"  # settings.db_path under the env fixture's CAIRN_HOME
 
 
+@pytest.mark.sqlite_only("doctor's check of the SQLite file")
 async def test_the_sqlite_database_the_product_made_is_ok_with_its_schema_version(
         env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = await open_db(db_path(env))
@@ -136,6 +137,7 @@ async def test_the_sqlite_database_the_product_made_is_ok_with_its_schema_versio
     assert f"schema version {len(MIGRATIONS)} of {len(MIGRATIONS)} migrations" in check["detail"]
 
 
+@pytest.mark.sqlite_only("doctor's check of the SQLite file")
 async def test_an_older_sqlite_database_is_read_and_left_as_it_is(
         env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db_path(env).parent.mkdir(parents=True)
@@ -151,6 +153,7 @@ async def test_an_older_sqlite_database_is_read_and_left_as_it_is(
         assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
 
 
+@pytest.mark.sqlite_only("doctor's check of the SQLite file")
 async def test_a_file_that_is_not_a_database_fails_with_what_to_do_and_no_traceback(
         env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db_path(env).parent.mkdir(parents=True)
@@ -162,6 +165,7 @@ async def test_a_file_that_is_not_a_database_fails_with_what_to_do_and_no_traceb
     assert db_path(env).read_bytes() == b"not a database, just some bytes " * 200  # untouched
 
 
+@pytest.mark.sqlite_only("doctor's check of the SQLite file")
 async def test_a_sqlite_database_from_a_newer_cairn_fails(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db_path(env).parent.mkdir(parents=True)
     with sqlite3.connect(db_path(env)) as conn:

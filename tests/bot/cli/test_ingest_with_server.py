@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from store.jobs import Jobs
 from tests.bombs import docx_paragraph_bomb
 from tests.bot.cli.test_serve import free_port, wait_healthy
 from tests.bot.conftest import SIGNING_SECRET
-from tests.conftest import make_settings
+from tests.conftest import copy_home, make_settings
 from tests.fake_slack import FakeSlack
 from tests.retrieval.test_poison import long_markdown
 
@@ -30,7 +29,7 @@ from tests.retrieval.test_poison import long_markdown
 async def test_hand_over_counts_bombs_and_cancel(tmp_path: Path, handbook_template: Path, embedder: Embedder,
                                                  fake_slack: FakeSlack, capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     settings = make_settings(home, SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET,
                              SLACK_API_URL=fake_slack.url)
     files = tmp_path / "files"
@@ -75,7 +74,7 @@ async def test_hand_over_counts_bombs_and_cancel(tmp_path: Path, handbook_templa
         assert lines["pets"].startswith("published") and "v1 (1 chunks)" in lines["pets"], lines["pets"]
         assert code == 1
 
-        db = await open_db(settings.db_path)
+        db = await open_db(settings.database)
         jobs = Jobs(db)
         try:
             long_run = asyncio.create_task(cairn("ingest", str(files / "manual.md")))

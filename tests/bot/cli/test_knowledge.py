@@ -13,6 +13,7 @@ import pytest
 from fpdf import FPDF
 
 from tests.bot.cli.conftest import run
+from tests.conftest import state_rows
 
 GOOD = b"---\ntitle: Bike Storage\n---\n# Bike Storage\n\nBicycles are stored in the cage by door 3. The cage code changes monthly.\n"
 
@@ -158,23 +159,15 @@ def test_ingest_options_and_new_version_then_withdraw(cairn_home: Path, tmp_path
 
 
 def test_withdraw_removes_vectors_and_text_from_disk(handbook_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import sqlite3
-
     from retrieval.index import EdgeIndex
 
-    db = sqlite3.connect(handbook_home / "cairn.db")
-    points = [r[0] for r in db.execute("SELECT point_id FROM manifest_points WHERE doc_id='finance/travel'")]
-    db.close()
+    points = [r[0] for r in state_rows(handbook_home, "SELECT point_id FROM manifest_points WHERE doc_id='finance/travel'")]
     assert points
     code, [out], _ = run(capsys, "withdraw", "finance/travel", "--json")
     assert code == 0 and out["withdrawn"]
-    db = sqlite3.connect(handbook_home / "cairn.db")
-    try:
-        assert db.execute("SELECT COUNT(*) FROM chunks WHERE doc_id='finance/travel'").fetchone()[0] == 0
-        assert db.execute("SELECT COUNT(*) FROM manifest_points WHERE doc_id='finance/travel'"
-                          " AND state!='deleted'").fetchone()[0] == 0
-    finally:
-        db.close()
+    assert state_rows(handbook_home, "SELECT COUNT(*) FROM chunks WHERE doc_id='finance/travel'") == [(0,)]
+    assert state_rows(handbook_home, "SELECT COUNT(*) FROM manifest_points WHERE doc_id='finance/travel'"
+                                     " AND state!='deleted'") == [(0,)]
     index = EdgeIndex(handbook_home / "index")  # the CLI closed it: we may open it
     try:
         assert index.existing(points) == set()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import socket
 import time
@@ -23,7 +22,7 @@ from bot.services import running_server, server_file
 from retrieval.embed import Embedder
 from retrieval.ingest import DocumentOptions
 from tests.bot.conftest import SIGNING_SECRET, TEAM, Cairn, sign
-from tests.conftest import make_settings
+from tests.conftest import copy_home, make_settings
 from tests.fake_slack import FakeSlack
 
 
@@ -57,7 +56,7 @@ async def wait_healthy(client: httpx.AsyncClient, server: asyncio.Task) -> None:
 async def test_serve_http(tmp_path: Path, handbook_template: Path, embedder: Embedder, fake_slack: FakeSlack,
                           capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     settings = make_settings(home, SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET,
                              SLACK_API_URL=fake_slack.url, CAIRN_ESCALATION_CHANNEL="C0ESCALATE")
     port = free_port()
@@ -187,7 +186,7 @@ async def test_serve_http_keeps_serving_while_slack_is_unreachable(
     from store.credentials import CredentialStore, sign_user_context
 
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     settings = make_settings(home, SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET,
                              SLACK_API_URL=closed_port_url(), CAIRN_ESCALATION_CHANNEL="C0ESCALATE")
     secret = CredentialStore(settings.services_path, default_audience="cairn").add("helpdesk")[1]

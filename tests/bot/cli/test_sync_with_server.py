@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from store.catalog import Catalog
 from store.db import open_db
 from tests.bot.cli.test_serve import free_port, wait_healthy
 from tests.bot.conftest import SIGNING_SECRET
-from tests.conftest import make_settings
+from tests.conftest import copy_home, make_settings
 from tests.fake_slack import FakeSlack
 
 
@@ -29,7 +28,7 @@ async def test_sync_hands_its_jobs_to_the_running_server(tmp_path: Path, handboo
                                                          embedder: Embedder, fake_slack: FakeSlack,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     settings = make_settings(home, SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET,
                              SLACK_API_URL=fake_slack.url)
     folder = tmp_path / "share"
@@ -57,7 +56,7 @@ async def test_sync_hands_its_jobs_to_the_running_server(tmp_path: Path, handboo
         (folder / "plants.md").unlink()
         second = await sync()
         assert second["counts"] == {"not_modified": 1, "withdrawn": 1}, second
-        db = await open_db(settings.db_path)
+        db = await open_db(settings.database)
         try:
             doc = await Catalog(db).get_document(tenant_id="larkspur", doc_id="plants")
             assert doc is not None and doc.status == "withdrawn"

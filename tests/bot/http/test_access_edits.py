@@ -12,13 +12,13 @@ from pathlib import Path
 from bot.services import open_services
 from retrieval.embed import Embedder
 from tests.bot.http.conftest import make_api
-from tests.conftest import SAMPLE_ACCESS, make_settings
+from tests.conftest import SAMPLE_ACCESS, copy_home, make_settings
 
 
 async def test_a_same_size_same_mtime_edit_is_followed(tmp_path: Path, handbook_template: Path,
                                                        embedder: Embedder) -> None:
     home = tmp_path / "home"
-    shutil.copytree(handbook_template, home)
+    copy_home(handbook_template, home)
     access = tmp_path / "access.yml"
     shutil.copy(SAMPLE_ACCESS, access)
     async with open_services(make_settings(home, CAIRN_ACCESS_FILE=access), embedder=embedder) as svc:

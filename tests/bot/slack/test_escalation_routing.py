@@ -60,7 +60,8 @@ async def test_weak_evidence_belongs_to_no_owner(cairn: Cairn) -> None:
 async def test_owner_from_the_access_file_when_the_document_names_none(cairn: Cairn) -> None:
     await set_owner(cairn, None)
     await cairn.services.db.execute(
-        "INSERT OR IGNORE INTO document_groups (tenant_id, doc_id, group_name) VALUES ('larkspur','finance/travel','finance')")
+        "INSERT INTO document_groups (tenant_id, doc_id, group_name) VALUES ('larkspur','finance/travel','finance')"
+        " ON CONFLICT DO NOTHING")
     threads = threads_for(cairn)
     assert await threads.channels_for(await escalation(cairn, score=0.8)) == ["#finance-policy", ESCALATION_CHANNEL]
 
