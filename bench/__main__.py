@@ -40,6 +40,7 @@ def sections() -> list[Section]:
     from bench.api_latency import section_api
     from bench.calibrate import section_calibrate
     from bench.conflicts import section_conflicts
+    from bench.engines import section_engines
     from bench.ingest import section_ingest
     from bench.judge_threshold import section_judge
     from bench.latency import section_latency
@@ -68,6 +69,8 @@ def sections() -> list[Section]:
                 "unchanged re-run", section_sync),
         Section("robustness", "CLI wall times (--help, docs, cold ask); Slack ack p95 while a 20 MB upload is "
                 "ingested; a 16,000-deep HTML refused", section_robustness),
+        Section("engines", "the state on PostgreSQL next to SQLite: warm turns, Slack acks, ingest rate at one "
+                "and two lanes", section_engines),
     ]
 
 

@@ -7,7 +7,8 @@ the time until that sender gets its HTTP 200. The answers run lazily afterwards 
 chat.update), competing with the acks for the same process, as in production; the time until all
 50 are answered is reported too.
 
-`python -m bench.slack_ack --send PORT N` is the sender; it prints the N latencies (ms) as JSON.
+`python -m bench.slack_ack --send PORT N [FIRST]` is the sender (events FIRST … FIRST+N-1); it prints the N
+latencies (ms) as JSON.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import hmac
 import json
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +29,9 @@ import httpx
 import uvicorn
 
 if TYPE_CHECKING:
-    from bench.workspace import Workspace
+    from bench.workspace import Doc, Workspace
+    from bot.services import Services
+    from bot.settings import Settings
 
 CONCURRENT = 50
 WARMUP = 3
@@ -97,8 +102,8 @@ async def _raw_post(port: int, request: bytes, start: asyncio.Event) -> float:
     return elapsed
 
 
-async def _burst(port: int, count: int) -> list[float]:
-    requests = [_raw_request(port, n) for n in range(count)]  # signed before the clock starts
+async def _burst(port: int, count: int, first: int = 0) -> list[float]:
+    requests = [_raw_request(port, first + n) for n in range(count)]  # signed before the clock starts
     start = asyncio.Event()
     tasks = [asyncio.create_task(_raw_post(port, r, start)) for r in requests]
     await asyncio.sleep(0)
@@ -106,9 +111,9 @@ async def _burst(port: int, count: int) -> list[float]:
     return list(await asyncio.gather(*tasks))
 
 
-async def _send_from_another_process(port: int, count: int) -> list[float]:
+async def _send_from_another_process(port: int, count: int, first: int = 0) -> list[float]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bench.slack_ack", "--send", str(port), str(count),
+        sys.executable, "-m", "bench.slack_ack", "--send", str(port), str(count), str(first),
         cwd=Path(__file__).resolve().parent.parent, stdout=asyncio.subprocess.PIPE)
     out, _ = await proc.communicate()
     if proc.returncode != 0:
@@ -116,62 +121,82 @@ async def _send_from_another_process(port: int, count: int) -> list[float]:
     return [float(v) for v in json.loads(out)]
 
 
+def sample_docs() -> list[Doc]:
+    """The Larkspur sample handbook's pages that any member may read (the bench access file's tenants
+    have none of the sample's other groups), named as `_ensure_sample_handbook` ingests them."""
+    from bench.workspace import Doc
+    from bot.cli.knowledge import plan_files
+
+    root = Path(__file__).resolve().parent.parent / "sample" / "handbook"
+    return [Doc(doc_id=f"larkspur/{item.doc_id}", filename=f"larkspur/{item.path.relative_to(root).as_posix()}",
+                data=item.path.read_bytes()) for item in plan_files([root], None)
+            if item.doc_id and b"groups:" not in item.path.read_bytes()[:800]]
+
+
 async def _ensure_sample_handbook(ws: Workspace) -> None:
     """The small Larkspur sample handbook, so questions get real answers (the ack does not depend on it)."""
     if "larkspur_sample" in ws.built:
         return
     from bench.report import log
-    from bench.workspace import Doc
-    from bot.cli.knowledge import plan_files
 
-    root = Path(__file__).resolve().parent.parent / "sample" / "handbook"
-    docs = [Doc(doc_id=f"larkspur/{item.doc_id}", filename=f"larkspur/{item.path.relative_to(root).as_posix()}",
-                data=item.path.read_bytes()) for item in plan_files([root], None)
-            if item.doc_id and b"groups:" not in item.path.read_bytes()[:800]]  # the eval tenant has no such groups
-    run = await ws.ingest(docs, tenant="eval")
+    run = await ws.ingest(sample_docs(), tenant="eval")
     log(f"sample handbook ingested: {run.chunks} chunks in {run.seconds:.0f} s")
     ws.built["larkspur_sample"] = run.chunks
 
 
-async def section_slack_ack(ws: Workspace) -> None:
-    from bench.report import log, percentile, table, target
+def _in_channel(channel: str) -> Callable[[Any], bool]:
+    return lambda call: bool(call.channel == channel)
+
+
+@dataclass(frozen=True)
+class AckRun:
+    sender_ms: list[float]  # per event, as the sender process saw it
+    server_ms: list[float]  # per event, from the request reaching the app to the response starting
+    burst_s: float  # the sender process's whole run, its start-up included
+    answered_s: float  # from the burst's start until every event's answer was posted (chat.update)
+
+
+async def measure_acks(settings: Settings, services: Services, *, concurrent: int = CONCURRENT,
+                       warmup: int = WARMUP, first: int = 0) -> AckRun:
+    """`concurrent` signed message.im events at once against the real Bolt app behind the HTTP app on a
+    loopback port, answered by `services` (whichever engine its settings name), Slack faked locally.
+
+    Events, people and DMs are numbered from `first`: Cairn answers an event id or message once, so a
+    later burst on the same services starts past the numbers an earlier one used (concurrent + warmup)."""
     from bot.server import _Server, bind, build_http, settle_heap
     from bot.slack.app import create_app
     from bot.slack.context import WorkTracker
     from tests.fake_slack import FakeSlack
 
-    await _ensure_sample_handbook(ws)
     fake = FakeSlack(team_id=TEAM)
     await fake.start()
-    for n in range(CONCURRENT + WARMUP):
+    for n in range(first, first + concurrent + warmup):
         fake.add_user(f"U{n:05d}", name=f"bench{n}")
-    settings = ws.settings.model_copy(update={"slack_bot_token": "xoxb-bench", "slack_signing_secret": SECRET,
-                                              "slack_api_url": fake.url, "escalation_channel": "C0BENCHESC"})
-    await settle_heap(ws.services)  # as `cairn serve` does before it serves
+    settings = settings.model_copy(update={"slack_bot_token": "xoxb-bench", "slack_signing_secret": SECRET,
+                                           "slack_api_url": fake.url, "escalation_channel": "C0BENCHESC"})
+    await settle_heap(services)  # as `cairn serve` does before it serves
     work = WorkTracker()
-    app = create_app(settings, ws.services, work=work)
+    app = create_app(settings, services, work=work)
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     server_ms: list[float] = []
-    server = _Server(uvicorn.Config(_timed(build_http(ws.services, app), server_ms), log_config=None,
+    server = _Server(uvicorn.Config(_timed(build_http(services, app), server_ms), log_config=None,
                                     lifespan="off"))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:  # noqa: ASYNC110 (uvicorn exposes only a flag)
             await asyncio.sleep(0.01)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            for n in range(WARMUP):  # the first request pays auth.test and lazy imports
-                await _post(client, CONCURRENT + n)
-        await fake.wait_for("chat.update", count=WARMUP, within=120)
+            for n in range(warmup):  # the first request pays auth.test and lazy imports
+                await _post(client, first + concurrent + n)
+        await fake.wait_for("chat.update", count=warmup, within=120)
         await work.wait_idle()
         server_ms.clear()
         t0 = time.perf_counter()
-        acks = await _send_from_another_process(port, CONCURRENT)
+        acks = await _send_from_another_process(port, concurrent, first)
         burst_s = time.perf_counter() - t0
-        answers = []
-        for n in range(CONCURRENT):
-            call = await fake.wait_for("chat.update", lambda c, ch=f"D{n:05d}": c.channel == ch, within=600)
-            answers.append(call)
+        for n in range(first, first + concurrent):
+            await fake.wait_for("chat.update", _in_channel(f"D{n:05d}"), within=600)
         answered_s = time.perf_counter() - t0
         await work.wait_idle()
     finally:
@@ -181,9 +206,17 @@ async def section_slack_ack(ws: Workspace) -> None:
         await fake.stop()
         with contextlib.suppress(OSError):
             sock.close()
-    inside = server_ms[-CONCURRENT:]
-    log(f"{CONCURRENT} signed events sent concurrently (sender process, incl. its start-up) in {burst_s:.1f} s; "
-        f"all {len(answers)} answered (placeholder → chat.update) {answered_s:.1f} s after the burst began")
+    return AckRun(sender_ms=acks, server_ms=server_ms[-concurrent:], burst_s=burst_s, answered_s=answered_s)
+
+
+async def section_slack_ack(ws: Workspace) -> None:
+    from bench.report import log, percentile, table, target
+
+    await _ensure_sample_handbook(ws)
+    run = await measure_acks(ws.settings, ws.services)
+    acks, inside = run.sender_ms, run.server_ms
+    log(f"{CONCURRENT} signed events sent concurrently (sender process, incl. its start-up) in {run.burst_s:.1f} s; "
+        f"all {CONCURRENT} answered (placeholder → chat.update) {run.answered_s:.1f} s after the burst began")
     rows = []
     for name, values in (("as the sender saw it", acks), ("inside the server", inside)):
         p50, p95, worst = percentile(values, 50), percentile(values, 95), max(values)
@@ -195,9 +228,11 @@ async def section_slack_ack(ws: Workspace) -> None:
                "one connection per event and writing pre-signed requests (no HTTP client library on the clock); 'inside the server' runs from the request reaching the app to the "
                "response starting. Acks return before any retrieval; the answers run in lazy listeners in the "
                "same process, four turns at a time.")
-    ws.results["slack_ack"] = {"sender_ms": acks, "server_ms": inside, "answers_s": answered_s}
+    ws.results["slack_ack"] = {"sender_ms": acks, "server_ms": inside, "answers_s": run.answered_s}
+
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "--send":
-        raise SystemExit("usage: python -m bench.slack_ack --send PORT N")
-    print(json.dumps(asyncio.run(_burst(int(sys.argv[2]), int(sys.argv[3])))))
+    if len(sys.argv) not in (4, 5) or sys.argv[1] != "--send":
+        raise SystemExit("usage: python -m bench.slack_ack --send PORT N [FIRST]")
+    print(json.dumps(asyncio.run(_burst(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) == 5
+                                        else 0))))

@@ -30,8 +30,10 @@ def tiny(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engines, "N_TURN_WARMUP", 1)
     monkeypatch.setattr(engines, "ACK_BURSTS", 2)
     monkeypatch.setattr(engines, "ACK_CONCURRENT", 2)
-    pages = engines.ingest_docs()[:2]
+    monkeypatch.setattr(engines, "REUSED_REPEATS", 1)
+    pages, handbook = engines.ingest_docs()[:2], engines.sample_docs()[:3]
     monkeypatch.setattr(engines, "ingest_docs", lambda: pages)
+    monkeypatch.setattr(engines, "sample_docs", lambda: handbook)
 
 
 def test_the_ingest_pages_are_a_fixed_sample_of_small_gitlab_pages() -> None:
@@ -70,15 +72,14 @@ async def test_without_postgresql_the_sqlite_numbers_and_the_reason(
     out = capsys.readouterr().out
     assert "PostgreSQL not measured, SQLite only: no PostgreSQL binaries here" in out
     turns = _table(out, "Warm offline turns")
-    sqlite, postgres, ratio = turns["turn p50 ms"]
-    assert float(sqlite) > 0 and postgres == "n/a" and ratio == "n/a"
+    sqlite, postgres, ratio, difference = turns["turn p50 ms"]
+    assert float(sqlite) > 0 and postgres == ratio == difference == "n/a"
     assert _table(out, "Ingest rate")["embeddings computed, 2 lanes: pages/s"][1:] == ["n/a", "n/a"]
 
 
 def _table(out: str, title: str) -> dict[str, list[str]]:
     """The rows of the printed table whose title starts with `title`: first cell → the other cells."""
-    lines = out.split(f"### {title}", 1)[1].splitlines()
-    rows = [line for line in lines[1:] if line.startswith("| ")]
-    end = next((i for i, line in enumerate(lines[1:]) if line.startswith("### ")), len(lines))
-    rows = [line for line in lines[1:end + 1] if line.startswith("| ")][1:]  # without the header
+    lines = out.split(f"### {title}", 1)[1].splitlines()[1:]
+    end = next((i for i, line in enumerate(lines) if line.startswith("### ")), len(lines))
+    rows = [line for line in lines[:end] if line.startswith("| ")][1:]  # without the header
     return {cells[0]: cells[1:] for cells in ([c.strip() for c in r.strip("|").split("|")] for r in rows)}
