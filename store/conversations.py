@@ -20,7 +20,7 @@ from typing import Any
 
 import aiosqlite
 
-from store.db import iso, utcnow, write, write_returning
+from store.db import iso, transaction, utcnow, write, write_returning
 from store.records import EscalationRecord, TurnRecord
 
 OPEN = "open"
@@ -278,8 +278,19 @@ class ConversationStore:
 
     async def seen_event(self, *, key: str) -> bool:
         """True the first time a key is seen (Slack retries deliver the same event again)."""
-        return await self._changed("INSERT INTO seen_events (event_key, created_at) VALUES (?,?) ON CONFLICT DO NOTHING",
-                                   (key, iso())) == 1
+        return await self.first_seen(key)
+
+    async def first_seen(self, *keys: str) -> bool:
+        """True when none of the keys was seen before; all are recorded either way, in one transaction.
+        One delivery of an event names it by several keys (its event id, its message); two deliveries
+        racing through two replicas then never both lose, as they could key by key (each first to one)."""
+        fresh = True
+        async with transaction(self._conn) as conn:
+            for key in keys:
+                async with conn.execute("INSERT INTO seen_events (event_key, created_at) VALUES (?,?)"
+                                        " ON CONFLICT DO NOTHING", (key, iso())) as cur:
+                    fresh = cur.rowcount == 1 and fresh
+        return fresh
 
 
 def _dump(value: object) -> str:

@@ -74,13 +74,10 @@ def strip_mentions(text: str, user_id: str | None) -> str:
 
 
 async def first_delivery(services: Services, *keys: str | None) -> bool:
-    """True only when none of the keys was seen before (all are recorded either way): Slack retries
-    and duplicate event ids, and the app_mention + message pair Slack sends for one mention."""
-    fresh = True
-    for key in keys:
-        if key and not await services.conversations.seen_event(key=key):
-            fresh = False
-    return fresh
+    """True only when none of the keys was seen before (all are recorded either way, at once): Slack
+    retries and duplicate event ids, on this replica or another, and the app_mention + message pair
+    Slack sends for one mention."""
+    return await services.conversations.first_seen(*(key for key in keys if key))
 
 
 def event_keys(body: Mapping[str, Any], event: Mapping[str, Any]) -> tuple[str | None, str | None]:

@@ -45,10 +45,10 @@ async def main(target, what, keys):
         for key in keys:
             if await claims.claim_run(run_key=key, now=utcnow(), stale_after=timedelta(minutes=30)):
                 won.append(key)
-    elif what == "events":
+    elif what == "events":  # one delivery names its event by two keys, as Slack's listeners do
         conversations = ConversationStore(db)
         for key in keys:
-            if await conversations.seen_event(key=key):
+            if await conversations.first_seen(f"event:{key}", f"message:{key}"):
                 won.append(key)
     else:  # "hold": take one job (if any), say which, and wait to be killed holding its lease
         job = await Jobs(db).claim_next()

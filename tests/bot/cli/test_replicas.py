@@ -1,0 +1,161 @@
+"""Three `cairn serve --http` replicas on one PostgreSQL database, as behind a load balancer.
+
+Each replica is a process of its own with a home of its own. The state (sessions, Slack event ids,
+escalations, relays, the graph's checkpoints) is the one database they share; the index is a copy of
+the same ingested handbook in each home, as embedded Qdrant Edge is owned by one process and no Qdrant
+server runs where this suite runs (with a server, replicas share the index by `QDRANT_URL` instead).
+
+The fake Slack sends every question to one replica and Slack's retry of it to another; an escalation's
+admin reply goes to a third and again to the first. Each question is answered once, each reply is
+relayed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+
+from bot.services import open_services
+from bot.slack.views import PLACEHOLDER_TEXT
+from retrieval.embed import Embedder
+from tests.bot.cli.test_serve import free_port
+from tests.bot.conftest import ACCESS_USERS, ADMIN, BOB, ESCALATION_CHANNEL, SIGNING_SECRET, TEAM, sign
+from tests.conftest import ROOT, SAMPLE_ACCESS, ingest_sample, make_settings
+from tests.fake_slack import FakeSlack
+
+REPLICAS = 3
+QUESTIONS = ["What is the nightly hotel limit in London?", "What is the per diem for meals?",
+             "How many days of annual leave do I get?", "Can I expense a taxi to the airport?",
+             "How do I report a lost laptop?"]
+ASKED = 50  # from the ten people of the access file, five each (under the per-person rate limit)
+ASKERS = sorted(ACCESS_USERS)
+ESCALATING = "What is our policy on bringing pets to the Tokyo office?"  # in no document: it escalates
+
+
+def _event(text: str, *, ts: str, user: str = BOB, channel: str = "D0BOB", channel_type: str = "im",
+           thread_ts: str | None = None, event_id: str) -> str:
+    event = {"type": "message", "user": user, "text": text, "ts": ts, "channel": channel,
+             "channel_type": channel_type, "team": TEAM}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return json.dumps({"token": "legacy", "team_id": TEAM, "api_app_id": "A0CAIRN", "type": "event_callback",
+                       "event_id": event_id, "event_time": int(time.time()), "event": event})
+
+
+async def _deliver(client: httpx.AsyncClient, body: str, *, retry: int | None = None) -> None:
+    headers = {"Content-Type": "application/json", **sign(body)}
+    if retry:
+        headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
+    response = await client.post("/slack/events", content=body, headers=headers)
+    assert response.status_code == 200, response.text
+
+
+@contextlib.asynccontextmanager
+async def replicas(homes: list[Path], database_url: str, fake: FakeSlack) -> AsyncIterator[list[httpx.AsyncClient]]:
+    """`cairn serve --http` in a process per home, all on `database_url`; a client for each, once healthy."""
+    processes, clients = [], []
+    try:
+        for home in homes:
+            port = free_port()
+            env = {**os.environ, "CAIRN_HOME": str(home), "CAIRN_ACCESS_FILE": str(SAMPLE_ACCESS),
+                   "CAIRN_DATABASE_URL": database_url, "SLACK_BOT_TOKEN": "xoxb-test",
+                   "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_API_URL": fake.url,
+                   "CAIRN_ESCALATION_CHANNEL": ESCALATION_CHANNEL, "HF_HUB_OFFLINE": "1"}
+            for name in ("QDRANT_URL", "CAIRN_CHAT_MODEL", "SLACK_APP_TOKEN", "CAIRN_DIGEST_CHANNEL"):
+                env.pop(name, None)
+            log = (home.parent / f"{home.name}.log").open("wb")
+            processes.append(await asyncio.create_subprocess_exec(
+                sys.executable, "-c", "import sys; from bot.cli.main import main; sys.exit(main())",
+                "serve", "--http", "--port", str(port), cwd=ROOT, env=env, stdout=log, stderr=log))
+            clients.append(httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60))
+        async with asyncio.timeout(240):
+            for process, client, home in zip(processes, clients, homes, strict=True):
+                while True:
+                    if process.returncode is not None:
+                        raise AssertionError((home.parent / f"{home.name}.log").read_text(errors="replace")[-3000:])
+                    with contextlib.suppress(httpx.TransportError):
+                        if (await client.get("/healthz")).status_code == 200:
+                            break
+                    await asyncio.sleep(0.2)
+        yield clients
+    finally:
+        for client in clients:
+            await client.aclose()
+        for process in processes:
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                await asyncio.wait_for(process.wait(), 60)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+
+def _dm(user: str) -> str:
+    return "D" + user.removeprefix("U")
+
+
+def _bot_messages(fake: FakeSlack, channel: str, thread_ts: str) -> list[dict]:
+    return [m for m in fake.messages.get(channel, {}).values() if m.get("thread_ts") == thread_ts]
+
+
+async def _settled(fake: FakeSlack, asked: list[tuple[str, str]], *, within: float) -> None:
+    """Until every question's thread holds a bot message that is no longer the placeholder."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if all(any(m.get("text") != PLACEHOLDER_TEXT for m in _bot_messages(fake, channel, ts))
+               for channel, ts in asked):
+            return
+        await asyncio.sleep(0.25)
+
+
+async def test_three_replicas_answer_each_question_once_and_relay_each_reply_once(
+        tmp_path: Path, embedder: Embedder, fake_slack: FakeSlack, pg_database_url: str) -> None:
+    first = tmp_path / "replica-0"
+    async with open_services(make_settings(first, CAIRN_DATABASE_URL=pg_database_url), embedder=embedder) as svc:
+        await ingest_sample(svc)
+    homes = [first, *(tmp_path / f"replica-{n}" for n in range(1, REPLICAS))]
+    for home in homes[1:]:
+        shutil.copytree(first, home)  # the same index in each home; the state stays in the one database
+
+    async with replicas(homes, pg_database_url, fake_slack) as clients:
+        asked = []
+        for n in range(ASKED):
+            ts, user = f"1700000{n:03d}.000100", ASKERS[n % len(ASKERS)]
+            body = _event(QUESTIONS[n % len(QUESTIONS)], ts=ts, user=user, channel=_dm(user), event_id=f"EvQ{n:03d}")
+            # Slack delivers to one replica, then retries on another before the first ack reaches it.
+            await asyncio.gather(_deliver(clients[n % REPLICAS], body),
+                                 _deliver(clients[(n + 1) % REPLICAS], body, retry=1))
+            asked.append((_dm(user), ts))
+        escalated_ts = "1700001000.000100"
+        await _deliver(clients[0], _event(ESCALATING, ts=escalated_ts, event_id="EvCat"))
+        await fake_slack.wait_for("chat.postMessage", lambda c: c.channel == ESCALATION_CHANNEL, within=120)
+        thread = next(iter(fake_slack.messages[ESCALATION_CHANNEL]))  # the escalation thread's root
+        reply = _event("Only certified assistance dogs are allowed in the Tokyo office.", ts="1700002000.000100",
+                       user=ADMIN, channel=ESCALATION_CHANNEL, channel_type="channel", thread_ts=thread,
+                       event_id="EvAdmin")
+        await asyncio.gather(_deliver(clients[2], reply), _deliver(clients[0], reply, retry=1))
+        await fake_slack.wait_for("chat.postMessage", lambda c: c.channel == "D0BOB"
+                                  and "certified assistance dogs" in c.text, within=120)
+        await _settled(fake_slack, asked, within=300)
+        await asyncio.sleep(2)  # a second answer or relay, were there one, would land by now
+
+    for channel, ts in asked:
+        messages = _bot_messages(fake_slack, channel, ts)
+        assert len(messages) == 1, (channel, ts, messages)  # one answer, not one per replica
+        assert messages[0]["text"] != PLACEHOLDER_TEXT, (channel, ts, messages)
+    relays = [m for m in _bot_messages(fake_slack, "D0BOB", escalated_ts) if "certified assistance dogs" in m["text"]]
+    assert len(relays) == 1, relays
+    assert len(fake_slack.calls_to("chat.postMessage", lambda c: c.channel == ESCALATION_CHANNEL
+                                   and not c.thread_ts)) == 1  # one escalation thread
