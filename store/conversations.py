@@ -99,22 +99,17 @@ class ConversationStore:
 
     # -- turns ----------------------------------------------------------------------------------
 
-    async def record_turn(self, *, turn_id: str, **fields: Any) -> TurnRecord:
-        """`write_turn`, then the turn as stored (its `created_at` kept from the first write)."""
-        await self.write_turn(turn_id=turn_id, **fields)
-        turn = await self.get_turn(turn_id=turn_id)
-        assert turn is not None
-        return turn
-
     async def write_turn(self, *, turn_id: str, session_id: str, user_id: str, tenant_id: str, question: str,
                          route: str | None, reason: str | None, answer: str | None, top_score: float | None,
                          passages: list[dict[str, object]], trace: dict[str, object],
                          answerer: str | None = None, model: str | None = None,
                          prompt_version: str | None = None, validation: dict[str, object] | None = None,
-                         timings: dict[str, float] | None = None) -> None:
+                         timings: dict[str, float] | None = None) -> TurnRecord:
         """Write (or rewrite) a turn; `answer` is only ever the text the user was shown. The statement
-        has committed when this returns (`record_turn` also reads the row back; the runner has what it wrote)."""
-        await self._run(
+        has committed when this returns. Returns the turn as stored (its `created_at` kept from the first
+        write), from the write itself (RETURNING): a read of `db` may still see the snapshot of another
+        coroutine's open cursor."""
+        rows = await self._run(
             "INSERT INTO turns (turn_id, session_id, user_id, tenant_id, question, route, reason,"
             " answer, top_score, passages, trace, answerer, model, prompt_version, validation, timings,"
             " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(turn_id) DO UPDATE SET"
@@ -122,11 +117,12 @@ class ConversationStore:
             " question=excluded.question, route=excluded.route, reason=excluded.reason, answer=excluded.answer,"
             " top_score=excluded.top_score, passages=excluded.passages, trace=excluded.trace,"
             " answerer=excluded.answerer, model=excluded.model, prompt_version=excluded.prompt_version,"
-            " validation=excluded.validation, timings=excluded.timings",
+            " validation=excluded.validation, timings=excluded.timings RETURNING *",
             (turn_id, session_id, user_id, tenant_id, question, route, reason, answer, top_score,
              _dump(passages), _dump(trace), answerer, model, prompt_version,
              None if validation is None else _dump(validation), _dump(timings or {}), iso()),
         )
+        return _turn(rows[0])
 
     async def get_turn(self, *, turn_id: str) -> TurnRecord | None:
         row = await self._one("SELECT * FROM turns WHERE turn_id=?", (turn_id,))
@@ -145,20 +141,20 @@ class ConversationStore:
                               question: str, reason: str, transcript: str = "",
                               passages: list[dict[str, object]] | None = None, top_score: float | None = None,
                               deadline_hours: float | None = None) -> EscalationRecord:
-        """Idempotent by turn id: a second call returns the first escalation unchanged."""
+        """Idempotent by turn id: a second call returns the first escalation unchanged (the row comes back
+        from the write itself, RETURNING, not from a read that an open cursor's snapshot could precede)."""
         escalation_id = escalation_id_for(turn_id)
         now = utcnow()
         deadline = iso(now + timedelta(hours=deadline_hours)) if deadline_hours else None
-        await self._run(
+        rows = await self._run(
             "INSERT INTO escalations (escalation_id, session_id, turn_id, tenant_id, user_id,"
             " question, reason, transcript, passages, top_score, status, deadline_at, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?) ON CONFLICT DO NOTHING",
+            " VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?)"
+            " ON CONFLICT(escalation_id) DO UPDATE SET escalation_id=escalations.escalation_id RETURNING *",
             (escalation_id, session_id, turn_id, tenant_id, user_id, question, reason, transcript,
              _dump(passages or []), top_score, deadline, iso(now)),
         )
-        record = await self.get_escalation(escalation_id=escalation_id)
-        assert record is not None
-        return record
+        return _escalation(rows[0])
 
     async def get_escalation(self, *, escalation_id: str) -> EscalationRecord | None:
         row = await self._one("SELECT * FROM escalations WHERE escalation_id=?", (escalation_id,))

@@ -91,7 +91,7 @@ async def seed(store: Store, key: str, *, reason: str, created_at: datetime, que
 async def seed_turn(store: Store, session_id: str, turn_id: str, question: str, *, created_at: datetime,
                     route: str = "answer") -> None:
     await store.conversations.get_or_create_session(session_id=session_id, user_id="U0BOB", tenant_id="larkspur")
-    await store.conversations.record_turn(turn_id=turn_id, session_id=session_id, user_id="U0BOB",
+    await store.conversations.write_turn(turn_id=turn_id, session_id=session_id, user_id="U0BOB",
                                           tenant_id="larkspur", question=question, route=route, reason=None,
                                           answer=None, top_score=None, passages=[], trace={})
     await store.db.execute("UPDATE turns SET created_at=? WHERE turn_id=?", (iso(created_at), turn_id))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import aiosqlite
@@ -34,32 +35,32 @@ async def test_session_get_or_create_keeps_the_first_identity(store: Conversatio
 
 
 async def test_turn_round_trip_and_rewrite(store: ConversationStore) -> None:
-    turn = await store.record_turn(
+    turn = await store.write_turn(
         turn_id="t-1", session_id="s-1", user_id="U1", tenant_id="acme", question="q?", route="answer",
         reason=None, answer="A [acme:x:v1:0000]", top_score=0.7, passages=[{"chunk_id": "acme:x:v1:0000", "score": 0.7}],
         trace={"route_fired": "validate→END"}, answerer="extractive", prompt_version="extractive-v1",
         validation={"ok": True}, timings={"total_ms": 12.5})
     assert turn.passages == [{"chunk_id": "acme:x:v1:0000", "score": 0.7}]
     assert turn.trace["route_fired"] == "validate→END" and turn.timings == {"total_ms": 12.5}
-    again = await store.record_turn(turn_id="t-1", session_id="s-1", user_id="U1", tenant_id="acme",
+    again = await store.write_turn(turn_id="t-1", session_id="s-1", user_id="U1", tenant_id="acme",
                                     question="q?", route="answer", reason=None, answer="A", top_score=0.7,
                                     passages=[], trace={"extra": 1})
     assert again.created_at == turn.created_at and again.trace == {"extra": 1}
     assert [t.turn_id for t in await store.list_turns(session_id="s-1")] == ["t-1"]
 
 
-async def test_write_turn_writes_what_record_turn_reads_back(store: ConversationStore) -> None:
+async def test_write_turn_returns_the_turn_as_stored(store: ConversationStore) -> None:
     values: dict[str, object] = {
         "session_id": "s-1", "user_id": "U1", "tenant_id": "acme", "question": "q?", "route": "answer",
         "reason": None, "answer": "A [acme:x:v1:0000]", "top_score": 0.7,
         "passages": [{"chunk_id": "acme:x:v1:0000", "score": 0.7}], "trace": {"route_fired": "validate→END"},
         "answerer": "extractive", "prompt_version": "extractive-v1", "validation": {"ok": True},
         "timings": {"total_ms": 12.5}}
-    assert await store.write_turn(turn_id="t-w", **values) is None  # type: ignore[arg-type]
-    recorded = await store.record_turn(turn_id="t-r", **values)  # type: ignore[arg-type]
-    written = await store.get_turn(turn_id="t-w")
-    assert written is not None
-    assert {**vars(written), "turn_id": "t-r", "created_at": recorded.created_at} == vars(recorded)
+    written = await store.write_turn(turn_id="t-w", **values)  # type: ignore[arg-type]
+    assert written == await store.get_turn(turn_id="t-w")
+    assert {k: getattr(written, k) for k in values if k != "validation"} == {
+        k: v for k, v in values.items() if k != "validation"}
+    assert json.loads(str(written.validation)) == values["validation"]
 
 
 async def test_a_sessions_open_escalation_is_found_through_its_own_index(
