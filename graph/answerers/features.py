@@ -30,6 +30,10 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 
 from graph.facts import ARABIC_DIGITS, NUMBER_UNITS
+from retrieval.currencies import CODE as CURRENCY_CODES
+from retrieval.currencies import CURRENCY
+from retrieval.currencies import POST_WORDS as CURRENCY_WORDS
+from retrieval.currencies import SYMBOLS as CURRENCY_SYMBOLS
 from retrieval.language import normalise_arabic
 
 _TOKEN = re.compile(r"\w+")
@@ -474,11 +478,13 @@ def _without_figures_of(question: str, sentence: str) -> str:
     return sentence
 
 
-# Amounts of money: "$3,000", "USD 250", "1,000.01 EUR", "3k". A bare number ("up to 3 days",
-# "1-800-724") is no amount; in a range one side's currency is enough ("1,000.01 - $5,000").
-_CODE = r"(?:usd|eur|gbp|aed|sar|cad|aud|dollars?|euros?)"
+# Amounts of money: "$3,000", "USD 250", "1,000.01 EUR", "3k", in the currencies of
+# retrieval/currencies.py (the one list). A bare number ("up to 3 days", "1-800-724") is no amount; in a
+# range one side's currency is enough ("1,000.01 - $5,000").
+_CODE = rf"(?:{CURRENCY_CODES}|{CURRENCY_WORDS})"
+_SYMBOL = "|".join(re.escape(symbol) for symbol in sorted(CURRENCY_SYMBOLS, key=len, reverse=True))
 _NUM = r"\d[\d,]*(?:\.\d+)?k?"
-_MARKED = rf"(?:[$€£]\s?{_NUM}|\b{_CODE}\s?{_NUM}|{_NUM}\s?{_CODE}\b)"
+_MARKED = rf"(?:(?:{_SYMBOL})\s?{_NUM}|\b{_CODE}\s?{_NUM}|{_NUM}\s?{_CODE}\b)"
 _EITHER = rf"(?:{_MARKED}|{_NUM})"
 _ASKED_AMOUNT = re.compile(_MARKED, re.IGNORECASE)
 _RANGE = re.compile(rf"(?:\bbetween\s+)?({_EITHER})\s*(?:-|–|—|\bto\b|\band\b)\s*({_EITHER})", re.IGNORECASE)
@@ -487,7 +493,7 @@ _UPPER = re.compile(rf"\b(?:up to|under|less than|below|not more than|no more th
 _LOWER = re.compile(rf"\b(?:over|above|more than|exceeding|greater than|at least|from)\s+({_MARKED})|({_MARKED})\s*"
                     r"(?:\+|or more|and (?:above|over|up))", re.IGNORECASE)
 _PERCENT_FIGURE = re.compile(r"\d[\d.,]*\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)
-_CURRENCY_MARK = re.compile(rf"[$€£]|\b{_CODE}\b", re.IGNORECASE)
+_CURRENCY_MARK = CURRENCY
 RANGE_BONUS = 0.10
 RANGE_PENALTY = 0.15
 
