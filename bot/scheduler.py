@@ -6,8 +6,8 @@ idempotent, so a restart, an overlapping trigger or a second process changes not
 
 | id                    | when                                         | does |
 |-----------------------|----------------------------------------------|------|
-| cairn.classify        | every CAIRN_CLASSIFY_MINUTES (5)             | label unlabelled escalations (kind, topic) |
-| cairn.expiry          | every minute                                 | reminder at half the deadline, then expire |
+| cairn.classify        | every CAIRN_CLASSIFY_MINUTES (5), one replica | label unlabelled escalations (kind, topic) |
+| cairn.expiry          | every minute, one replica                    | reminder at half the deadline, then expire |
 | cairn.relays          | every minute                                 | show askers the admin replies never shown |
 | cairn.digest          | CAIRN_DIGEST_DAY CAIRN_DIGEST_TIME, CAIRN_TIMEZONE | post last week's digest (once per week) |
 | cairn.digest_catch_up | once, a minute after start                   | post the due digest if its time passed < 24 h ago |
@@ -15,6 +15,9 @@ idempotent, so a restart, an overlapping trigger or a second process changes not
 | cairn.index_cleanup   | hourly                                       | retry removing vectors of retired versions |
 | cairn.retention       | daily 03:30 (CAIRN_TIMEZONE)                 | purge turn traces older than the retention |
 | cairn.sources         | every minute                                 | sync the sources whose `--every` has come round |
+
+"One replica": of several `cairn serve` on one database, the first to claim the period runs it
+(`once_per_period`); the digest is claimed per week, a relay per reply, a source's sync per run.
 """
 
 from __future__ import annotations
@@ -92,6 +95,29 @@ def _guarded(job: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T | No
         except Exception:
             log.exception("scheduled job %s failed", job.__name__)
             return None
+
+    return run
+
+
+def once_per_period(job: Callable[..., Awaitable[T]], name: str, every: timedelta
+                    ) -> Callable[..., Awaitable[T | None]]:
+    """`job`, run by one replica per period of `every`: each replica's scheduler fires it, and the first
+    to claim the period's run key ("classify:<period>") runs it, the others skip that period (replicas
+    on one database would otherwise label the same escalations, or post the same reminder, at once).
+    A run that fails or dies is not retried within its period; the next period's run takes up its work."""
+    @functools.wraps(job)
+    async def run(ctx: JobContext, **kwargs: Any) -> T | None:
+        now = ctx.clock()
+        period = int(now.timestamp() // every.total_seconds())
+        claims = ctx.services.store.runs
+        claim = await claims.claim_run(run_key=f"{name}:{period}", now=now, stale_after=every)
+        if claim is None:
+            return None
+        await claims.forget_runs_before(prefix=f"{name}:", before=now - 2 * every)  # past periods' keys
+        try:
+            return await job(ctx, **kwargs)
+        finally:
+            await claims.mark_run(claim, state="done", now=ctx.clock())
 
     return run
 
@@ -212,10 +238,11 @@ def register_jobs(scheduler: Any, services: Services, *, slack_client: AsyncWebC
     def add(job: Callable[..., Awaitable[Any]], trigger: Any, job_id: str, **extra: Any) -> None:
         scheduler.add_job(_guarded(job), trigger, id=job_id, name=job_id, **{**common, **extra})
 
-    add(classify_escalations, IntervalTrigger(minutes=settings.classify_minutes), "cairn.classify",
-        misfire_grace_time=None)
-    add(expire_escalations, IntervalTrigger(seconds=EXPIRY_EVERY.total_seconds()), "cairn.expiry",
-        misfire_grace_time=None)
+    classify_every = timedelta(minutes=settings.classify_minutes)
+    add(once_per_period(classify_escalations, "classify", classify_every),
+        IntervalTrigger(seconds=classify_every.total_seconds()), "cairn.classify", misfire_grace_time=None)
+    add(once_per_period(expire_escalations, "expiry", EXPIRY_EVERY),
+        IntervalTrigger(seconds=EXPIRY_EVERY.total_seconds()), "cairn.expiry", misfire_grace_time=None)
     if slack_client is not None and digest_targets(settings, services.access):
         hour, minute = digest_clock(settings.digest_time)
         add(post_weekly_digest, CronTrigger(day_of_week=digest_day_name(settings.digest_day), hour=hour,

@@ -124,3 +124,9 @@ class RunClaims:
     async def forget_run(self, *, run_key: str) -> None:
         """For `--force`: the next claim of this key starts afresh."""
         await write(self._conn, "DELETE FROM job_runs WHERE run_key=?", (run_key,))
+
+    async def forget_runs_before(self, *, prefix: str, before: datetime) -> int:
+        """Forget the runs of keys starting `prefix` claimed before `before` (a periodic job's past
+        periods, whose keys block nobody any more); returns how many."""
+        return await write(self._conn, "DELETE FROM job_runs WHERE substr(run_key, 1, ?) = ? AND created_at < ?",
+                           (len(prefix), prefix, iso(before)))

@@ -85,6 +85,28 @@ async def test_jobs_run_in_the_scheduler(svc: Services, tmp_path: Path) -> None:
     assert labelled is not None and (labelled.kind, labelled.topic) == ("avoidable", "leave")
 
 
+async def test_a_periodic_job_runs_once_a_period_across_replicas(svc: Services) -> None:
+    runs: list[str] = []
+
+    async def job(ctx: jobs.JobContext, *, who: str) -> str:
+        runs.append(who)
+        return who
+
+    every = timedelta(minutes=5)
+    clock = Clock(NOW)
+    guarded = jobs.once_per_period(job, "classify", every)
+    # Two replicas' schedulers firing in the same period (the claim across processes is the run claims'
+    # own test: tests/store/test_claims_across_processes.py).
+    first, second = build_context(svc, clock=clock), build_context(svc, clock=clock)
+    assert await asyncio.gather(guarded(first, who="one"), guarded(second, who="two")) in (["one", None], [None, "two"])
+    clock.now = NOW + every
+    assert await guarded(second, who="two") == "two"  # the next period runs again
+    clock.now = NOW + 3 * every
+    assert await guarded(first, who="one") == "one"
+    assert await svc.store.runs.get_run(run_key=f"classify:{int(NOW.timestamp() // 300)}") is None  # forgotten
+    assert len(runs) == 3
+
+
 async def test_weekly_digest_job_posts_last_week_once(tmp_path: Path, embedder: Embedder,
                                                       fake_slack: FakeSlackWithFiles,
                                                       slack_client: AsyncWebClient) -> None:
