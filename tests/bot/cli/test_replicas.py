@@ -6,8 +6,9 @@ the same ingested handbook in each home, as embedded Qdrant Edge is owned by one
 server runs where this suite runs (with a server, replicas share the index by `QDRANT_URL` instead).
 
 The fake Slack sends every question to one replica and Slack's retry of it to another; an escalation's
-admin reply goes to a third and again to the first. Each question is answered once, each reply is
-relayed once.
+admin reply goes to a third and again to the first; every replica's scheduler finds the week's digest
+due a minute after it starts. Each question is answered once, each reply is relayed once, the digest is
+posted once.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 
 from bot.services import open_services
 from bot.slack.views import PLACEHOLDER_TEXT
 from retrieval.embed import Embedder
 from tests.bot.cli.test_serve import free_port
 from tests.bot.conftest import ACCESS_USERS, ADMIN, BOB, ESCALATION_CHANNEL, SIGNING_SECRET, TEAM, sign
-from tests.conftest import ROOT, SAMPLE_ACCESS, ingest_sample, make_settings
+from tests.conftest import ROOT, SAMPLE_ACCESS, ingest_sample, make_settings, serving
+from tests.escalations.slack_files import FakeSlackWithFiles
 from tests.fake_slack import FakeSlack
 
 REPLICAS = 3
@@ -39,6 +43,7 @@ QUESTIONS = ["What is the nightly hotel limit in London?", "What is the per diem
              "How do I report a lost laptop?"]
 ASKED = 50  # from the ten people of the access file, five each (under the per-person rate limit)
 ASKERS = sorted(ACCESS_USERS)
+DIGEST_CHANNEL = "C0DIGEST"
 ESCALATING = "What is our policy on bringing pets to the Tokyo office?"  # in no document: it escalates
 
 
@@ -64,14 +69,17 @@ async def _deliver(client: httpx.AsyncClient, body: str, *, retry: int | None = 
 async def replicas(homes: list[Path], database_url: str, fake: FakeSlack) -> AsyncIterator[list[httpx.AsyncClient]]:
     """`cairn serve --http` in a process per home, all on `database_url`; a client for each, once healthy."""
     processes, clients = [], []
+    due = datetime.now(UTC) - timedelta(hours=1)  # the digest's time an hour ago: due, and caught up at start
     try:
         for home in homes:
             port = free_port()
             env = {**os.environ, "CAIRN_HOME": str(home), "CAIRN_ACCESS_FILE": str(SAMPLE_ACCESS),
                    "CAIRN_DATABASE_URL": database_url, "SLACK_BOT_TOKEN": "xoxb-test",
                    "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_API_URL": fake.url,
-                   "CAIRN_ESCALATION_CHANNEL": ESCALATION_CHANNEL, "HF_HUB_OFFLINE": "1"}
-            for name in ("QDRANT_URL", "CAIRN_CHAT_MODEL", "SLACK_APP_TOKEN", "CAIRN_DIGEST_CHANNEL"):
+                   "CAIRN_ESCALATION_CHANNEL": ESCALATION_CHANNEL, "HF_HUB_OFFLINE": "1",
+                   "CAIRN_DIGEST_CHANNEL": DIGEST_CHANNEL, "CAIRN_TIMEZONE": "UTC",
+                   "CAIRN_DIGEST_DAY": due.strftime("%a").lower(), "CAIRN_DIGEST_TIME": due.strftime("%H:%M")}
+            for name in ("QDRANT_URL", "CAIRN_CHAT_MODEL", "SLACK_APP_TOKEN"):
                 env.pop(name, None)
             log = (home.parent / f"{home.name}.log").open("wb")
             processes.append(await asyncio.create_subprocess_exec(
@@ -120,8 +128,18 @@ async def _settled(fake: FakeSlack, asked: list[tuple[str, str]], *, within: flo
         await asyncio.sleep(0.25)
 
 
-async def test_three_replicas_answer_each_question_once_and_relay_each_reply_once(
-        tmp_path: Path, embedder: Embedder, fake_slack: FakeSlack, pg_database_url: str) -> None:
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlackWithFiles]:
+    """The fake Web API with file uploads (the digest's chart), knowing the access file's people."""
+    fake = FakeSlackWithFiles(team_id=TEAM)
+    for user_id, name in ACCESS_USERS.items():
+        fake.add_user(user_id, name=name)
+    async with serving(fake):
+        yield fake
+
+
+async def test_three_replicas_answer_each_question_once_relay_each_reply_once_and_post_one_digest(
+        tmp_path: Path, embedder: Embedder, fake_slack: FakeSlackWithFiles, pg_database_url: str) -> None:
     first = tmp_path / "replica-0"
     async with open_services(make_settings(first, CAIRN_DATABASE_URL=pg_database_url), embedder=embedder) as svc:
         await ingest_sample(svc)
@@ -149,7 +167,8 @@ async def test_three_replicas_answer_each_question_once_and_relay_each_reply_onc
         await fake_slack.wait_for("chat.postMessage", lambda c: c.channel == "D0BOB"
                                   and "certified assistance dogs" in c.text, within=120)
         await _settled(fake_slack, asked, within=300)
-        await asyncio.sleep(2)  # a second answer or relay, were there one, would land by now
+        await fake_slack.wait_for("chat.postMessage", lambda c: c.channel == DIGEST_CHANNEL, within=180)
+        await asyncio.sleep(5)  # a second answer, relay or digest, were there one, would land by now
 
     for channel, ts in asked:
         messages = _bot_messages(fake_slack, channel, ts)
@@ -159,3 +178,5 @@ async def test_three_replicas_answer_each_question_once_and_relay_each_reply_onc
     assert len(relays) == 1, relays
     assert len(fake_slack.calls_to("chat.postMessage", lambda c: c.channel == ESCALATION_CHANNEL
                                    and not c.thread_ts)) == 1  # one escalation thread
+    assert len(fake_slack.calls_to("chat.postMessage", lambda c: c.channel == DIGEST_CHANNEL
+                                   and not c.thread_ts)) == 1  # one digest, not one per replica
