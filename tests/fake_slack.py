@@ -94,6 +94,7 @@ class FakeSlack:
         self.usergroups: dict[str, list[str]] = {}
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}  # channel → ts → message
         self.rejected_channels: dict[str, str] = {}
+        self.slow_channels: dict[str, float] = {}
         self.scopes: frozenset[str] = manifest_scopes()  # what installing manifest.yml grants the bot
         self.channels: dict[str, dict[str, Any]] = {}  # conversations.info overrides (default: by the id's letter)
         self.members: dict[str, list[str]] = {}  # conversations.members
@@ -153,6 +154,11 @@ class FakeSlack:
 
     def reject_channel(self, channel: str, error: str = "not_in_channel") -> None:
         self.rejected_channels[channel] = error
+
+    def slow_channel(self, channel: str, seconds: float) -> None:
+        """A post in `channel` shows there at once and is answered `seconds` later (a slow or distant
+        caller: people in the channel can reply under it before its poster knows its ts)."""
+        self.slow_channels[channel] = seconds
 
     def add_file(self, file_id: str, name: str, data: bytes, *, filetype: str | None = None,
                  size: int | None = None, download_status: int = 200, user: str | None = None) -> None:
@@ -240,6 +246,8 @@ class FakeSlack:
             return web.json_response(refusal)
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         body = handler(params) if handler else {"ok": True}
+        if method == "chat.postMessage" and body.get("channel") in self.slow_channels:
+            await asyncio.sleep(self.slow_channels[body["channel"]])
         return web.json_response(body, headers={"x-oauth-scopes": ",".join(sorted(self.scopes))})
 
     @staticmethod

@@ -12,6 +12,7 @@ A reply in an escalation thread goes to the user as the person's answer.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -28,6 +29,10 @@ from graph.runner import EscalationError
 from store.records import EscalationRecord
 
 log = logging.getLogger(__name__)
+
+# A reply under one of Cairn's own thread roots that names no escalation yet is looked up again after these
+# pauses (seconds): the replica that posted the root stores its ts only once Slack has answered the post.
+ROOT_SETTLING = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def register(app: AsyncApp, services: SlackServices) -> None:
@@ -50,7 +55,8 @@ async def _on_message(services: SlackServices, client: AsyncWebClient, body: dic
             return  # an owner's upload (or a bare file from someone else): not a question
 
     if thread_ts and thread_ts != ts:
-        escalation = await core.conversations.find_escalation(channel=channel, thread_ts=str(thread_ts))
+        escalation = await _escalation_of_thread(services, event, channel=channel, thread_ts=str(thread_ts),
+                                                 bot_user_id=context.bot_user_id)
         if escalation is not None:
             await _on_escalation_reply(services, client, body, event, escalation)
             return
@@ -70,6 +76,22 @@ async def _on_message(services: SlackServices, client: AsyncWebClient, body: dic
         return
     await answer_in_thread(services, client, Ask.from_event(body, event, context, text=text,
                                                             thread_ts=str(thread_ts or ts)))
+
+
+async def _escalation_of_thread(services: SlackServices, event: dict[str, Any], *, channel: str, thread_ts: str,
+                                bot_user_id: str | None) -> EscalationRecord | None:
+    """The escalation whose thread `thread_ts` is, if any. Under a root Cairn posted itself (Slack's
+    `parent_user_id`), a thread not known yet may be one whose root was just posted by another replica, or
+    by this one, that has not stored the root's ts yet: it is looked up again for a few seconds."""
+    find = services.core.conversations.find_escalation
+    escalation = await find(channel=channel, thread_ts=thread_ts)
+    if escalation is not None or not bot_user_id or event.get("parent_user_id") != bot_user_id:
+        return escalation
+    for pause in ROOT_SETTLING:
+        await asyncio.sleep(pause)
+        if (escalation := await find(channel=channel, thread_ts=thread_ts)) is not None:
+            return escalation
+    return None
 
 
 async def _on_escalation_reply(services: SlackServices, client: AsyncWebClient, body: dict[str, Any],

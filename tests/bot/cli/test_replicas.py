@@ -1,9 +1,10 @@
 """Three `cairn serve --http` replicas on one PostgreSQL database, as behind a load balancer.
 
 Each replica is a process of its own with a home of its own. The state (sessions, Slack event ids,
-escalations, relays, the graph's checkpoints) is the one database they share; the index is a copy of
-the same ingested handbook in each home, as embedded Qdrant Edge is owned by one process and no Qdrant
-server runs where this suite runs (with a server, replicas share the index by `QDRANT_URL` instead).
+escalations, relays, the graph's checkpoints) is the one database they share. The index is either a
+copy of the same ingested handbook in each home (embedded Qdrant Edge is owned by one process), or,
+where `QDRANT_URL` reaches a Qdrant server, one collection on it that all replicas read (skipped,
+with that reason, where none does: no Qdrant server can be installed where this suite usually runs).
 
 The fake Slack sends every question to one replica and Slack's retry of it to another; an escalation's
 admin reply goes to a third and again to the first; every replica's scheduler finds the week's digest
@@ -21,6 +22,7 @@ import shutil
 import signal
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,14 +47,17 @@ ASKED = 50  # from the ten people of the access file, five each (under the per-p
 ASKERS = sorted(ACCESS_USERS)
 DIGEST_CHANNEL = "C0DIGEST"
 ESCALATING = "What is our policy on bringing pets to the Tokyo office?"  # in no document: it escalates
+QDRANT_SERVER = os.environ.get("QDRANT_URL", "")
 
 
 def _event(text: str, *, ts: str, user: str = BOB, channel: str = "D0BOB", channel_type: str = "im",
-           thread_ts: str | None = None, event_id: str) -> str:
+           thread_ts: str | None = None, parent_user_id: str | None = None, event_id: str) -> str:
     event = {"type": "message", "user": user, "text": text, "ts": ts, "channel": channel,
              "channel_type": channel_type, "team": TEAM}
     if thread_ts:
         event["thread_ts"] = thread_ts
+    if parent_user_id:  # Slack names the thread root's author on a reply
+        event["parent_user_id"] = parent_user_id
     return json.dumps({"token": "legacy", "team_id": TEAM, "api_app_id": "A0CAIRN", "type": "event_callback",
                        "event_id": event_id, "event_time": int(time.time()), "event": event})
 
@@ -66,8 +71,10 @@ async def _deliver(client: httpx.AsyncClient, body: str, *, retry: int | None = 
 
 
 @contextlib.asynccontextmanager
-async def replicas(homes: list[Path], database_url: str, fake: FakeSlack) -> AsyncIterator[list[httpx.AsyncClient]]:
-    """`cairn serve --http` in a process per home, all on `database_url`; a client for each, once healthy."""
+async def replicas(homes: list[Path], database_url: str, fake: FakeSlack, index: dict[str, str]
+                   ) -> AsyncIterator[list[httpx.AsyncClient]]:
+    """`cairn serve --http` in a process per home, all on `database_url` (and on the Qdrant server and
+    collection `index` names, if any); a client for each, once healthy."""
     processes, clients = [], []
     due = datetime.now(UTC) - timedelta(hours=1)  # the digest's time an hour ago: due, and caught up at start
     try:
@@ -79,8 +86,9 @@ async def replicas(homes: list[Path], database_url: str, fake: FakeSlack) -> Asy
                    "CAIRN_ESCALATION_CHANNEL": ESCALATION_CHANNEL, "HF_HUB_OFFLINE": "1",
                    "CAIRN_DIGEST_CHANNEL": DIGEST_CHANNEL, "CAIRN_TIMEZONE": "UTC",
                    "CAIRN_DIGEST_DAY": due.strftime("%a").lower(), "CAIRN_DIGEST_TIME": due.strftime("%H:%M")}
-            for name in ("QDRANT_URL", "CAIRN_CHAT_MODEL", "SLACK_APP_TOKEN"):
+            for name in ("QDRANT_URL", "QDRANT_COLLECTION", "CAIRN_CHAT_MODEL", "SLACK_APP_TOKEN"):
                 env.pop(name, None)
+            env.update(index)
             log = (home.parent / f"{home.name}.log").open("wb")
             processes.append(await asyncio.create_subprocess_exec(
                 sys.executable, "-c", "import sys; from bot.cli.main import main; sys.exit(main())",
@@ -138,16 +146,24 @@ async def fake_slack() -> AsyncIterator[FakeSlackWithFiles]:
         yield fake
 
 
+@pytest.mark.parametrize("index", ["copies", pytest.param("server", marks=pytest.mark.skipif(
+    not QDRANT_SERVER.startswith(("http://", "https://")),
+    reason="QDRANT_URL reaches no Qdrant server here: the replicas share an index only through one"))])
 async def test_three_replicas_answer_each_question_once_relay_each_reply_once_and_post_one_digest(
-        tmp_path: Path, embedder: Embedder, fake_slack: FakeSlackWithFiles, pg_database_url: str) -> None:
+        tmp_path: Path, embedder: Embedder, fake_slack: FakeSlackWithFiles, pg_database_url: str, index: str) -> None:
+    shared = ({"QDRANT_URL": QDRANT_SERVER, "QDRANT_COLLECTION": f"cairn_replicas_{uuid.uuid4().hex[:12]}"}
+              if index == "server" else {})
     first = tmp_path / "replica-0"
-    async with open_services(make_settings(first, CAIRN_DATABASE_URL=pg_database_url), embedder=embedder) as svc:
+    async with open_services(make_settings(first, CAIRN_DATABASE_URL=pg_database_url, QDRANT_URL=shared.get("QDRANT_URL"),
+                                           QDRANT_COLLECTION=shared.get("QDRANT_COLLECTION", "cairn")),
+                             embedder=embedder) as svc:
         await ingest_sample(svc)
     homes = [first, *(tmp_path / f"replica-{n}" for n in range(1, REPLICAS))]
     for home in homes[1:]:
-        shutil.copytree(first, home)  # the same index in each home; the state stays in the one database
+        if not shared:
+            shutil.copytree(first, home)  # the same index in each home; the state stays in the one database
 
-    async with replicas(homes, pg_database_url, fake_slack) as clients:
+    async with replicas(homes, pg_database_url, fake_slack, shared) as clients:
         asked = []
         for n in range(ASKED):
             ts, user = f"1700000{n:03d}.000100", ASKERS[n % len(ASKERS)]
@@ -162,7 +178,7 @@ async def test_three_replicas_answer_each_question_once_relay_each_reply_once_an
         thread = next(iter(fake_slack.messages[ESCALATION_CHANNEL]))  # the escalation thread's root
         reply = _event("Only certified assistance dogs are allowed in the Tokyo office.", ts="1700002000.000100",
                        user=ADMIN, channel=ESCALATION_CHANNEL, channel_type="channel", thread_ts=thread,
-                       event_id="EvAdmin")
+                       parent_user_id=fake_slack.bot_user_id, event_id="EvAdmin")
         await asyncio.gather(_deliver(clients[2], reply), _deliver(clients[0], reply, retry=1))
         await fake_slack.wait_for("chat.postMessage", lambda c: c.channel == "D0BOB"
                                   and "certified assistance dogs" in c.text, within=120)

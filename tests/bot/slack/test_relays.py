@@ -1,5 +1,6 @@
 """An admin's reply is shown to the asker before it counts as relayed: a reply Slack refused, or one a
-restart cut short after the conversation took it, is shown later, once, and only then gets its ✅."""
+restart cut short after the conversation took it, is shown later, once, and only then gets its ✅. A reply
+under a thread root whose ts Cairn has not stored yet still reaches the asker."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from escalations.desk import EscalationDesk
 from graph.state import AdminReply
 from store.db import utcnow
 from tests.bot.conftest import ADMIN, ESCALATION_CHANNEL, Cairn
-from tests.bot.slack.test_escalations import ask_and_escalate
+from tests.bot.slack.test_escalations import PETS, ask_and_escalate
 
 ANSWER = "Only certified assistance dogs are allowed."
 
@@ -64,3 +65,17 @@ async def test_a_reply_cut_short_after_the_conversation_took_it_still_reaches_th
     [shown] = shown_to_bob(cairn, event)
     assert "Adam" in shown["text"]
     assert (await relays.get(escalation_id=escalation_id, message_key="k-crash")).relayed_at  # type: ignore[union-attr]
+
+
+async def test_a_reply_under_a_root_whose_ts_is_not_stored_yet_still_reaches_the_asker(cairn: Cairn) -> None:
+    # The root shows in the channel at once; the replica that posted it hears its ts 1.5 s later.
+    cairn.fake.slow_channel(ESCALATION_CHANNEL, 1.5)
+    event = cairn.message(PETS)
+    await cairn.event(event)
+    await cairn.fake.wait_for("chat.postMessage", lambda c: c.channel == ESCALATION_CHANNEL)
+    thread = next(iter(cairn.fake.messages[ESCALATION_CHANNEL]))
+    assert await cairn.services.conversations.find_escalation(channel=ESCALATION_CHANNEL, thread_ts=thread) is None
+    await cairn.event(cairn.message(ANSWER, user=ADMIN, channel=ESCALATION_CHANNEL, channel_type="channel",
+                                    thread_ts=thread, parent_user_id=cairn.fake.bot_user_id))
+    await cairn.settle()
+    assert len(shown_to_bob(cairn, event)) == 1
