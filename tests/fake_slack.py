@@ -104,7 +104,8 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self.ts_base = 1_700_000_000  # the first message is 1700000001.000100; set it to place messages in time
         self._changed = asyncio.Condition()
-        self._socket_envelopes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._socket_envelopes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()  # for whichever connection
+        self.socket_connections: list[asyncio.Queue[dict[str, Any]]] = []  # each connection's own, in order
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -270,11 +271,16 @@ class FakeSlack:
 
     # -- Socket Mode: a WebSocket that says hello, pushes envelopes, and records the acks ------------
 
-    async def send_socket_event(self, body: dict[str, Any], *, envelope_type: str = "events_api") -> str:
+    async def send_socket_event(self, body: dict[str, Any], *, envelope_type: str = "events_api",
+                                connection: int | None = None, retry_attempt: int = 0) -> str:
+        """Push an envelope to one open connection: the `connection`-th to have opened, or whichever
+        takes it first. A retry (`retry_attempt` > 0) is the same payload again, as Slack sends it to
+        any of an app's connections when the first was not acknowledged in time."""
         envelope_id = f"env-{next(self._ts)}"
-        await self._socket_envelopes.put({"envelope_id": envelope_id, "type": envelope_type, "payload": body,
-                                          "accepts_response_payload": envelope_type != "events_api",
-                                          "retry_attempt": 0, "retry_reason": ""})
+        queue = self._socket_envelopes if connection is None else self.socket_connections[connection]
+        await queue.put({"envelope_id": envelope_id, "type": envelope_type, "payload": body,
+                         "accepts_response_payload": envelope_type != "events_api",
+                         "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else ""})
         return envelope_id
 
     async def _socket_mode(self, request: web.Request) -> web.WebSocketResponse:
@@ -283,17 +289,22 @@ class FakeSlack:
         await ws.send_json({"type": "hello", "num_connections": 1,
                             "connection_info": {"app_id": "A0CAIRN"}, "debug_info": {"host": "fake"}})
 
-        async def push() -> None:
-            while True:
-                await ws.send_json(await self._socket_envelopes.get())
+        own: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.socket_connections.append(own)
 
-        pusher = asyncio.create_task(push())
+        async def push(queue: asyncio.Queue[dict[str, Any]]) -> None:
+            while True:
+                await ws.send_json(await queue.get())
+
+        pushers = [asyncio.create_task(push(self._socket_envelopes)), asyncio.create_task(push(own))]
+        await self._record(Call("socket_open", {"connection": len(self.socket_connections) - 1}))
         try:
             async for msg in ws:
                 if msg.type == web.WSMsgType.TEXT:
                     await self._record(Call("socket_ack", json.loads(msg.data)))
         finally:
-            pusher.cancel()
+            for pusher in pushers:
+                pusher.cancel()
         return ws
 
     def _m_auth_test(self, p: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Three `cairn serve --http` replicas on one PostgreSQL database, as behind a load balancer.
+"""`cairn serve` replicas on one PostgreSQL database: three over HTTP, as behind a load balancer, and
+two in Socket Mode, a connection each.
 
 Each replica is a process of its own with a home of its own. The state (sessions, Slack event ids,
 escalations, relays, the graph's checkpoints) is the one database they share. The index is either a
@@ -9,7 +10,7 @@ with that reason, where none does: no Qdrant server can be installed where this 
 The fake Slack sends every question to one replica and Slack's retry of it to another; an escalation's
 admin reply goes to a third and again to the first; every replica's scheduler finds the week's digest
 due a minute after it starts. Each question is answered once, each reply is relayed once, the digest is
-posted once.
+posted once. In Socket Mode, Slack sends each event to one connection and its retry to the other.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ ASKERS = sorted(ACCESS_USERS)
 DIGEST_CHANNEL = "C0DIGEST"
 ESCALATING = "What is our policy on bringing pets to the Tokyo office?"  # in no document: it escalates
 QDRANT_SERVER = os.environ.get("QDRANT_URL", "")
+SOCKET_ASKED = 20
 
 
 def _event(text: str, *, ts: str, user: str = BOB, channel: str = "D0BOB", channel_type: str = "im",
@@ -71,10 +73,11 @@ async def _deliver(client: httpx.AsyncClient, body: str, *, retry: int | None = 
 
 
 @contextlib.asynccontextmanager
-async def replicas(homes: list[Path], database_url: str, fake: FakeSlack, index: dict[str, str]
-                   ) -> AsyncIterator[list[httpx.AsyncClient]]:
-    """`cairn serve --http` in a process per home, all on `database_url` (and on the Qdrant server and
-    collection `index` names, if any); a client for each, once healthy."""
+async def replicas(homes: list[Path], database_url: str, fake: FakeSlack, index: dict[str, str], *,
+                   mode: str = "http") -> AsyncIterator[list[httpx.AsyncClient]]:
+    """`cairn serve --http` (or `--socket`: a Socket Mode connection each) in a process per home, all on
+    `database_url` (and on the Qdrant server and collection `index` names, if any); a client for each,
+    once healthy."""
     processes, clients = [], []
     due = datetime.now(UTC) - timedelta(hours=1)  # the digest's time an hour ago: due, and caught up at start
     try:
@@ -89,10 +92,12 @@ async def replicas(homes: list[Path], database_url: str, fake: FakeSlack, index:
             for name in ("QDRANT_URL", "QDRANT_COLLECTION", "CAIRN_CHAT_MODEL", "SLACK_APP_TOKEN"):
                 env.pop(name, None)
             env.update(index)
+            if mode == "socket":
+                env["SLACK_APP_TOKEN"] = "xapp-test"
             log = (home.parent / f"{home.name}.log").open("wb")
             processes.append(await asyncio.create_subprocess_exec(
                 sys.executable, "-c", "import sys; from bot.cli.main import main; sys.exit(main())",
-                "serve", "--http", "--port", str(port), cwd=ROOT, env=env, stdout=log, stderr=log))
+                "serve", f"--{mode}", "--port", str(port), cwd=ROOT, env=env, stdout=log, stderr=log))
             clients.append(httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60))
         async with asyncio.timeout(240):
             for process, client, home in zip(processes, clients, homes, strict=True):
@@ -196,3 +201,32 @@ async def test_three_replicas_answer_each_question_once_relay_each_reply_once_an
                                    and not c.thread_ts)) == 1  # one escalation thread
     assert len(fake_slack.calls_to("chat.postMessage", lambda c: c.channel == DIGEST_CHANNEL
                                    and not c.thread_ts)) == 1  # one digest, not one per replica
+
+
+async def test_socket_mode_replicas_answer_a_question_slack_sends_to_each_connection_once(
+        tmp_path: Path, embedder: Embedder, fake_slack: FakeSlackWithFiles, pg_database_url: str) -> None:
+    """Two replicas in Socket Mode, a connection each: Slack sends every event to one connection, and
+    its retry of it to the other before the first acknowledgement counted; each is answered once."""
+    first = tmp_path / "replica-0"
+    async with open_services(make_settings(first, CAIRN_DATABASE_URL=pg_database_url, QDRANT_URL=None),
+                             embedder=embedder) as svc:
+        await ingest_sample(svc)
+    shutil.copytree(first, tmp_path / "replica-1")
+    asked = []
+    async with replicas([first, tmp_path / "replica-1"], pg_database_url, fake_slack, {}, mode="socket"):
+        await fake_slack.wait_for("socket_open", count=2, within=120)
+        for n in range(SOCKET_ASKED):
+            ts, user = f"1700003{n:03d}.000100", ASKERS[n % len(ASKERS)]
+            body = json.loads(_event(QUESTIONS[n % len(QUESTIONS)], ts=ts, user=user, channel=_dm(user),
+                                     event_id=f"EvS{n:03d}"))
+            await fake_slack.send_socket_event(body, connection=n % 2)
+            await fake_slack.send_socket_event(body, connection=(n + 1) % 2, retry_attempt=1)
+            asked.append((_dm(user), ts))
+        await _settled(fake_slack, asked, within=300)
+        await asyncio.sleep(5)  # a second answer, were there one, would land by now
+
+    for channel, ts in asked:
+        messages = _bot_messages(fake_slack, channel, ts)
+        assert len(messages) == 1, (channel, ts, messages)
+        assert messages[0]["text"] != PLACEHOLDER_TEXT, (channel, ts, messages)
+    assert len(fake_slack.calls_to("socket_ack")) == 2 * SOCKET_ASKED  # every delivery acknowledged
