@@ -226,8 +226,7 @@ def support_scores(pairs: Sequence[Pair]) -> np.ndarray:
         key = hashlib.sha256(json.dumps([pair.claim, pair.chunk.heading, pair.chunk.text, SUPPORT_READS]).encode()
                              ).hexdigest()[:24]
         if key not in kept:
-            picked = shortlist(pair.claim, [pair.chunk], [answer_candidates(pair.chunk.text)], SUPPORT_READS,
-                               kind=False)
+            picked = shortlist(pair.claim, [pair.chunk], [answer_candidates(pair.chunk.text)], SUPPORT_READS)
             p = read_sentences(judge, None, pair.claim, "en", [pair.chunk], picked)
             kept[key] = float(np.max(p)) if len(p) else 0.0
         out[k] = kept[key]

@@ -1,19 +1,17 @@
 """The offline answerer: quotes the policy sentences that answer the question, each cited.
 
 From the passages at or above the score floor (at most 3 of each organisation), every sentence is
-scored against the question (for a chatty English message, half the vector is that of the parts
-that ask: "does sourcegraph help pay for childcare while im away?" more than "single parent here and
-the offsite is in sept."): cosine similarity (MiniLM for English, the multilingual encoder when
+scored against the question: cosine similarity (MiniLM for English, the multilingual encoder when
 the question or a passage is not English) plus what graph/answerers/features.py reads off the sentence (the
-question's words weighted by rarity, the kind of answer asked for, a superseded value) plus a
-little of the passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
+question's words weighted by rarity, a superseded value, a pointer elsewhere) plus a little of the
+passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
 first sentence under an FAQ's question is read with it, and a short one is shown with it ("Does
 Sourcegraph match my 401k? Not at this time."). The best
 sentence is kept with the neighbours that give it its scope (its exception, the population or the
 place it applies to, the local amount, the exclusion after a general rule: "… USD 250." + "During
-trade-show weeks …"), and, where the question states its case ("let go after ~8 months"), the
-sentence of the best one's passage whose threshold holds it ("… less than 1 year, … 4 weeks pay");
-other sentences close to the best one fill up to 3; an old value never does.
+trade-show weeks …"); other sentences close to the best one fill up to 3; an old value never does.
+Whether the sentences quoted answer at all is the answer judge's reading (models/judge), not this
+scoring's.
 A question about one place is answered from the passages about it: a passage whose title or
 section names only other places is set aside when another one names the place asked about.
 
@@ -68,16 +66,7 @@ LEXICAL_WEIGHT = 0.45
 PASSAGE_WEIGHT = 0.10
 CLOSE_TO_BEST = 0.14  # tuned on the answers bench tune split: 0.08 → 0.14 lifts SQuAD 0.798 → 0.832, handbooks 0.569 → 0.588
 ADJACENT_MARGIN = 0.10
-KIND_MARGIN = 0.20  # how much worse the sentence of the kind asked may score than a best one of the wrong kind
-# …except a size in characters or words, which nothing else states: "Do: Create a password that is ideally
-# 15 characters or longer" is the answer to "how long should my password be?" however far below the
-# sentences about passwords in general it scores.
-KIND_MARGINS = {"size": float("inf")}
 NAME_PENALTY = 0.15  # the question names London: a sentence about Boston is a worse answer
-# The question's vector is this much that of the parts of a chatty message that ask (features.asking_part).
-# Chosen on the tune half of the answers bench and of six question sets kept out of the repository: 5 more
-# right answers there (4 were wrong, 1 escalated), 2 fewer; the bench's own tune sets unchanged.
-ASKING_WEIGHT = 0.5
 MIN_SENTENCE_CHARS = 12
 # A question that names no organisation, over several organisations' passages (see `_picks`):
 # how much worse an organisation's best sentence may score than the best one (handbooks tune half:
@@ -251,11 +240,21 @@ class ExtractiveAnswerer:
         if self.judge is None or not picks:
             return None, []
         quoted = [sentences.index(s) for s in picks]
-        others = [int(i) for i in np.argsort(-scores) if np.isfinite(scores[i]) and int(i) not in quoted]
-        read = [*quoted, *others][: max(JUDGE_READS, len(quoted))]
+        best = sentences[max(quoted, key=lambda i: scores[i])]
+        asked_places = features.places(question, widen=True)
+        beside = [i for i, s in enumerate(sentences) if s.passage == best.passage and abs(s.index - best.index) == 1
+                  and i not in quoted and not features.is_history(s.text) and not _elsewhere(s, asked_places)
+                  and not (best.table >= 0 and s.table == best.table)]  # another row is another case, not scope
+        others = [int(i) for i in np.argsort(-scores) if np.isfinite(scores[i]) and int(i) not in quoted + beside]
+        read = [*quoted, *beside, *others][: max(JUDGE_READS, len(quoted) + len(beside))]
         p = await self._read(question, language, passages, sentences, read)
         threshold = self.judge.answerable_at
         rows = _general_table(sentences, read, p, threshold)
+        # The best sentence's neighbours the judge reads as answering too (its scope, or the answer the
+        # best one only leads up to) are quoted with it.
+        scope = [sentences[i] for k, i in enumerate(read) if i in beside and p[k] >= self.judge.scope_floor]
+        if scope and not rows:
+            rows = sorted([*picks, *scope], key=lambda s: (s.passage, s.index))
         answering = [k for k, i in enumerate(read) if sentences[i] in rows] if rows else list(range(len(quoted)))
         trace = [{"chunk_id": passages[sentences[i].passage].chunk_id, "index": sentences[i].index,
                   "text": sentences[i].scored_text[:TRACE_CHARS], "probability": round(float(p[k]), 4),
@@ -358,10 +357,6 @@ class ExtractiveAnswerer:
         rest = _features(question, sentences, passages)
         encode = self.embedder.encode_multilingual if multilingual else self.embedder.encode_sentences
         q = np.asarray(encode([question]), dtype=np.float32)[0]  # cached: the search embedded it
-        asking = None if multilingual else features.asking_part(question)
-        if asking is not None:  # what a chatty message asks weighs as much as the whole of it
-            q = ASKING_WEIGHT * np.asarray(encode([asking]), dtype=np.float32)[0] + (1 - ASKING_WEIGHT) * q
-            q /= np.linalg.norm(q)
         cosine = np.full(len(sentences), -1.0, dtype=np.float32)
         total = np.full(len(sentences), -np.inf, dtype=np.float32)
 
@@ -435,11 +430,6 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     lexical = np.array([features.coverage(weights, t, heading_terms[s.passage])
                         for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
     rerank = np.array([passages[s.passage].score for s in sentences], dtype=np.float32)
-    kind = features.answer_kind(question)
-    amount, span = features.asked_amount(question), features.asked_span(question)
-    spans = features.span_fits(span, [s.scored_text for s in sentences], [s.passage for s in sentences])
-    fit = np.array([features.kind_score(kind, s.text, question=question) + features.range_fit(amount, s.scored_text)
-                    + span_fit for s, span_fit in zip(sentences, spans, strict=True)], dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
     pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)
@@ -449,7 +439,7 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage] | about[s.passage])
                           and not _for_any_place(s.text)
                           for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
-    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank + fit - features.HISTORY_PENALTY * history
+    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank - features.HISTORY_PENALTY * history
             - features.POINTER_PENALTY * pointer - NAME_PENALTY * off_topic)
 
 
@@ -645,14 +635,11 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
         return next((s for s in sentences if s.passage == best.passage and s.index == best.index + offset), None)
 
     named = features.names(question) | features.places(question, widen=True)
-    kind = features.answer_kind(question)
     asked_places = features.places(question, widen=True)
     asked = features.question_terms(question)
 
     def elsewhere(s: _Sentence) -> bool:
-        """A sentence about another place than the one asked about (the Riyadh row under the Dubai one)."""
-        places = features.places(s.scored_text)
-        return bool(asked_places and places) and not places & asked_places and not _for_any_place(s.text)
+        return _elsewhere(s, asked_places)
 
     def said(s: _Sentence) -> bool:
         """Already in the answer, perhaps from the overlap of two chunks of one page."""
@@ -667,52 +654,34 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
                 or not may_join(found):
             continue
         if _gives_scope(best, found, cosine[sentences.index(found)] >= cosine[order[0]] - ADJACENT_MARGIN, named,
-                        kind, asked, question=question):
+                        asked):
             picks.append(found)
-    span = features.asked_span(question)
-    if span is not None and features.span_fit(span, best.scored_text) <= 0 and len(picks) < max_sentences:
-        # The question states its case ("let go after ~8 months"), the best sentence is no threshold that
-        # holds it ("… you may be eligible for a severance package"): the one of its passage that does
-        # comes with it ("… less than 1 year, … 4 weeks pay").
-        holding = next((sentences[i] for i in order[1:] if sentences[i].passage == best.passage
-                        and np.isfinite(scores[i]) and features.span_fit(span, sentences[i].scored_text) > 0), None)
-        if holding is not None and may_join(holding):
-            picks.append(holding)
-    if features.kind_score(kind, best.text, question=question) < 0 \
-            and not any(features.kind_score(kind, s.text, question=question) > 0 for s in picks):
-        # The best sentence restates what was asked without the kind of answer asked for ("… send
-        # simulated phishing emails to team members" for "how often"): the best one of that kind,
-        # anywhere in the passages read, comes with it when it is nearly as close, in place of a
-        # neighbour if the answer is full.
-        margin = KIND_MARGINS.get(kind or "", KIND_MARGIN)
-        answering = next((sentences[i] for i in order[1:] if np.isfinite(scores[i]) and scores[i] >= top - margin
-                          and features.kind_score(kind, sentences[i].text, question=question) > 0), None)
-        if answering is not None and may_join(answering):
-            picks = [*picks[: max_sentences - 1], answering]
     for i in order[1:]:
         if len(picks) >= max_sentences or scores[i] < top - CLOSE_TO_BEST:
             break
         if may_join(sentences[i]):
             picks.append(sentences[i])
+    for short in [s for s in picks if s.faq and s is not best]:
+        # a short FAQ answer quoted comes with the rest of it ("Not at this time. The maximum is …"), as the
+        # best one does through `_gives_scope`
+        rest = next((s for s in sentences if s.passage == short.passage and s.index == short.index + 1
+                     and not s.answers_faq), None)
+        if rest is not None and may_join(rest):
+            picks.append(rest)
     return sorted(picks, key=lambda s: (s.passage, s.index))
 
 
-def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str], kind: str | None,
-                 asked: AbstractSet[str] = frozenset(), *, question: str = "") -> bool:
+def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str],
+                 asked: AbstractSet[str] = frozenset()) -> bool:
     """Whether a sentence next to the best one belongs in the answer: the exception, population or
     local amount that limits it, the exclusion that follows a general rule, the continuation of a
-    number, or the answer itself when the best one only restates what was asked ("… send simulated
-    phishing emails to team members." then "… one campaign each fiscal quarter." for "how often"),
-    or introduces it ("… Group RRSP through Canada Life." then "Employer matching up to 3% …" for
+    number, or the answer itself when the best one introduces it ("… Group RRSP through Canada Life." then "Employer matching up to 3% …" for
     "do they match retirement savings?": the figure, and a word of the question the best lacks), or
     what the best one points back to ("These are used in geochronologic studies" after the sentence
     that says what "these" are)."""
     after = other.index > best.index
     if after and best.faq and not other.answers_faq:
         return True  # the rest of a short FAQ answer ("A: Unfortunately, not at this time. The maximum is …")
-    if features.kind_score(kind, best.text, question=question) < 0 \
-            < features.kind_score(kind, other.text, question=question):
-        return True
     if not after and _POINTS_BACK.match(best.text):
         return True  # what "These are used in …" points back to
     if _EXCEPTION_START.search(other.text) and (after or _FIGURE.search(best.text)):
@@ -729,6 +698,12 @@ def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[st
             and (asked & features.tokens(other.text)) - features.tokens(best.text):
         return True
     return after and similar and bool(_FIGURE.search(best.text))
+
+
+def _elsewhere(s: _Sentence, asked_places: AbstractSet[str]) -> bool:
+    """A sentence about another place than the one asked about (the Riyadh row under the Dubai one)."""
+    places = features.places(s.scored_text)
+    return bool(asked_places and places) and not places & asked_places and not _for_any_place(s.text)
 
 
 def _for_any_place(sentence: str) -> bool:

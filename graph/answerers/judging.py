@@ -16,7 +16,7 @@ answerer, which passages are evidence and whether a drafted sentence is supporte
 
 Reading costs ~5–20 ms a pair on one core, so each caller reads a shortlist by a cheap prior: the
 rarity-weighted share of the question's (or sentence's) words a sentence and its section have, the
-answerer's own lexical feature (graph/answerers/features.py), plus its fit to the kind of answer asked.
+answerer's own lexical feature (graph/answerers/features.py).
 """
 
 from __future__ import annotations
@@ -75,21 +75,18 @@ def read_sentences(judge: Judge, embedder: Any, question: str, language: str, pa
     return np.nan_to_num(judge.read(question, candidates, question_vector=question_vector), nan=0.0)
 
 
-def shortlist(anchor: str, passages: Sequence[Judged], sentences: Sequence[Sequence[str]], per_passage: int,
-              *, kind: bool = True) -> list[tuple[int, str]]:
+def shortlist(anchor: str, passages: Sequence[Judged], sentences: Sequence[Sequence[str]],
+              per_passage: int) -> list[tuple[int, str]]:
     """The `per_passage` sentences of each passage (`sentences[i]`: passage i's, as scored) with the
     best cheap prior for `anchor`: the rarity-weighted share of its words the sentence (its section for
-    half) has and, with `kind`, the fit to the kind of answer a question asks. Best first, then by
-    passage; ties keep document order."""
+    half) has. Best first, then by passage; ties keep document order."""
     anchor_terms = features.with_places(features.question_terms(anchor), anchor, widen=True)
     terms = [[features.with_places(features.tokens(s), s) for s in mine] for mine in sentences]
     weights = features.term_weights(anchor_terms, [t for mine in terms for t in mine])
-    asked = features.answer_kind(anchor) if kind else None
     ranked: list[tuple[float, int, int]] = []
     for p, (mine, mine_terms) in enumerate(zip(sentences, terms, strict=True)):
         heading = features.tokens(passages[p].heading)
-        prior = [features.coverage(weights, t, heading) + (features.kind_score(asked, s, question=anchor) if asked else 0.0)
-                 for s, t in zip(mine, mine_terms, strict=True)]
+        prior = [features.coverage(weights, t, heading) for t in mine_terms]
         order = sorted(range(len(mine)), key=lambda i: -prior[i])[:per_passage]
         ranked += [(prior[i], p, i) for i in order]
     ranked.sort(key=lambda r: -r[0])
@@ -157,7 +154,7 @@ class ClaimSupport:
         from graph.answerers.extractive import answer_candidates
 
         cited = [self.passages[c] for c in dict.fromkeys(chunk_ids) if c in self.passages]
-        picked = shortlist(sentence, cited, [answer_candidates(p.text) for p in cited], SUPPORT_READS, kind=False)
+        picked = shortlist(sentence, cited, [answer_candidates(p.text) for p in cited], SUPPORT_READS)
         p = read_sentences(self.judge, self.embedder, sentence, detect_language(sentence), cited, picked)
         best = float(np.max(p)) if len(p) else 0.0
         return best >= self.threshold, best

@@ -111,7 +111,7 @@ def test_the_support_check_reads_a_shortlist_of_the_cited_chunks_only(judge: Jud
                    + " The nightly hotel limit in London is GBP 210.")
     picked = shortlist("The hotel limit in London is GBP 210 a night.", [long],
                        [[f"Rule {i} covers the handling of item {i} on a trip." for i in range(20)]
-                        + ["The nightly hotel limit in London is GBP 210."]], 4, kind=False)
+                        + ["The nightly hotel limit in London is GBP 210."]], 4)
     assert len(picked) == 4 and picked[0][1] == "The nightly hotel limit in London is GBP 210."
     supported, best = ClaimSupport(judge, None, [long, *PASSAGES])("The hotel limit in London is GBP 210 a night.",
                                                                    [long.chunk_id])
