@@ -35,10 +35,20 @@ WITHHELD_ANSWER = "cairn: [answer left out: it may quote a restricted document; 
 
 def visible_transcript(transcript: str, *, withheld: frozenset[str]) -> str:
     """The conversation so far, as the thread's readers may see it: with restricted documents involved,
-    Cairn's own earlier answers (which may quote them) are left out; the asker's words stay."""
+    Cairn's own earlier answers (which may quote them), every line of each, are left out; the asker's
+    words stay."""
     if not withheld:
         return transcript
-    return "\n".join(WITHHELD_ANSWER if line.startswith("cairn:") else line for line in transcript.splitlines())
+    lines: list[str] = []
+    cairns = False  # the line is part of one of Cairn's answers (an answer quotes a sentence a line)
+    for line in transcript.splitlines():
+        if line.startswith(("user:", "cairn:")):
+            cairns = line.startswith("cairn:")
+            if cairns:
+                lines.append(WITHHELD_ANSWER)
+        if not cairns:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def _passage(n: int, p: dict[str, Any], withheld: frozenset[str]) -> str:

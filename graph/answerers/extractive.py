@@ -251,8 +251,10 @@ class ExtractiveAnswerer:
         threshold = self.judge.answerable_at
         rows = _general_table(sentences, read, p, threshold)
         # The best sentence's neighbours the judge reads as answering too (its scope, or the answer the
-        # best one only leads up to) are quoted with it.
-        scope = [sentences[i] for k, i in enumerate(read) if i in beside and p[k] >= self.judge.scope_floor]
+        # best one only leads up to: at its scope floor, and within its scope margin of the picks' best)
+        # are quoted with it.
+        floor = max(self.judge.scope_floor, float(np.max(p[: len(quoted)])) - self.judge.scope_margin)
+        scope = [sentences[i] for k, i in enumerate(read) if i in beside and p[k] >= floor]
         if scope and not rows:
             rows = sorted([*picks, *scope], key=lambda s: (s.passage, s.index))
         answering = [k for k, i in enumerate(read) if sentences[i] in rows] if rows else list(range(len(quoted)))

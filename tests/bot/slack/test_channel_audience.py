@@ -3,6 +3,7 @@ of them may read; the asker alone is told where to get a fuller answer. DMs keep
 
 from __future__ import annotations
 
+from bot.slack.escalation_views import WITHHELD_ANSWER, visible_transcript
 from tests.bot.conftest import ESCALATION_CHANNEL, Cairn
 
 CAR = "What is the monthly car allowance for executives in London?"
@@ -59,3 +60,13 @@ async def test_an_escalation_thread_never_quotes_a_restricted_answer_outside_its
     root = await cairn.fake.wait_for("chat.postMessage", lambda c: c.channel == ESCALATION_CHANNEL)
     assert "GBP 900" not in root.text and "Car Allowance" not in root.text
     assert "answer left out" in root.text and CAR in root.text  # the asker's own words stay
+
+
+def test_every_line_of_an_answer_is_left_out_of_a_transcript_others_read() -> None:
+    transcript = ("user: What is the monthly car allowance?\n"
+                  "cairn: According to Executive Allowances: “Office: Paris; Monthly car allowance: EUR 950” [1]\n"
+                  "According to Executive Allowances: “Office: London; Monthly car allowance: GBP 900” [2]\n"
+                  "user: I want to talk to a person.\nIt is about London.")
+    shown = visible_transcript(transcript, withheld=frozenset({"finance/executive-allowances"}))
+    assert "EUR 950" not in shown and "GBP 900" not in shown and shown.count(WITHHELD_ANSWER) == 1
+    assert shown.endswith("user: I want to talk to a person.\nIt is about London.")  # the asker's words stay
