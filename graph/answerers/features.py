@@ -24,7 +24,6 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 
 from graph.facts import ARABIC_DIGITS
-from retrieval.language import normalise_arabic
 
 _TOKEN = re.compile(r"\w+")
 _COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
@@ -94,42 +93,6 @@ for _country, _names in _PLACES.items():
 _ALIAS_BY_FIRST: dict[str, list[str]] = {}
 for _name in _ALIAS:
     _ALIAS_BY_FIRST.setdefault(_name.split(" ")[0], []).append(_name)
-# The same places written in Arabic, each for its English name above ("دبي" is Dubai, a city).
-_ARABIC_PLACES: dict[str, tuple[str, ...]] = {
-    "united states": ("الولايات المتحدة", "أمريكا"),
-    "boston": ("بوسطن",), "new york": ("نيويورك",), "san francisco": ("سان فرانسيسكو",), "chicago": ("شيكاغو",),
-    "seattle": ("سياتل",), "los angeles": ("لوس أنجلوس", "لوس أنجلس"), "austin": ("أوستن",), "denver": ("دنفر",),
-    "washington": ("واشنطن",),
-    "united kingdom": ("المملكة المتحدة", "بريطانيا", "إنجلترا", "إنكلترا", "اسكتلندا", "ويلز"),
-    "london": ("لندن",), "manchester": ("مانشستر",), "edinburgh": ("إدنبرة",),
-    "united arab emirates": ("الإمارات",), "dubai": ("دبي",), "abu dhabi": ("أبوظبي", "أبو ظبي"),
-    "saudi arabia": ("السعودية",), "riyadh": ("الرياض",), "jeddah": ("جدة",), "dammam": ("الدمام",),
-    "germany": ("ألمانيا",), "berlin": ("برلين",), "munich": ("ميونخ",), "frankfurt": ("فرانكفورت",),
-    "france": ("فرنسا",), "paris": ("باريس",), "netherlands": ("هولندا",), "amsterdam": ("أمستردام",),
-    "canada": ("كندا",), "toronto": ("تورنتو",), "vancouver": ("فانكوفر",), "montreal": ("مونتريال",),
-    "australia": ("أستراليا",), "sydney": ("سيدني",), "melbourne": ("ملبورن",),
-    "india": ("الهند",), "bangalore": ("بنغالور",), "mumbai": ("مومباي",), "delhi": ("دلهي",),
-    "japan": ("اليابان",), "tokyo": ("طوكيو",), "ireland": ("أيرلندا",), "dublin": ("دبلن",),
-    "spain": ("إسبانيا",), "madrid": ("مدريد",), "barcelona": ("برشلونة",),
-    "qatar": ("قطر",), "doha": ("الدوحة",), "egypt": ("مصر",), "cairo": ("القاهرة",),
-}
-
-
-def _arabic_place_pattern(name: str) -> str:
-    """An Arabic place name as a sentence writes it: with a conjunction or preposition in front
-    ("وفي دبي", "بالرياض", "للسعودية"), never inside another word."""
-    words = [normalise_arabic(w) for w in name.split()]
-    first = words[0]
-    heads = [f"(?:[وف]?[بلك]?){re.escape(first)}"]
-    if first.startswith("ال"):
-        heads.append(f"[وف]?لل{re.escape(first[2:])}")
-    return (r"(?<![^\W\d_])(?:" + "|".join(heads) + ")" + "".join(r"\s+" + re.escape(w) for w in words[1:])
-            + r"(?![^\W\d_])")
-
-
-_ARABIC_PLACE = [(english, re.compile(_arabic_place_pattern(n)))
-                 for english, names in _ARABIC_PLACES.items() for n in names]
-
 _MONTHS = "january february march april may june july august september october november december"
 # A sentence that tells the history of a value rather than the value in force.
 _HISTORY = re.compile(r"\b(?:supersedes?|superseded|replaces|replaced the|previous(?:ly)?|formerly|old rate|"
@@ -171,9 +134,9 @@ def _tokens(text: str) -> frozenset[str]:
 
 
 def question_terms(question: str) -> set[str]:
-    """The terms a question is compared with candidate sentences on (see `tokens`): its own words, its
-    Arabic-Indic digits as the pages write them, and the places an Arabic question names as the
-    English pages name them (no word list translates the rest: the multilingual reading compares it)."""
+    """The terms a question is compared with candidate sentences on (see `tokens`): its own words and
+    its Arabic-Indic digits as the pages write them (no word list translates an Arabic question's words:
+    the multilingual reading compares it)."""
     return set(_question_terms(question))
 
 
@@ -182,26 +145,7 @@ def _question_terms(question: str) -> frozenset[str]:
     if question.isascii():
         return _tokens(question)
     # Arabic-Indic digits as the English pages write them ("٢٥ يومًا" asks about "25 days").
-    # A question's places count as the English page names them ("لندن" is London).
-    return _tokens(question.translate(ARABIC_DIGITS)) | _tokens(question) | _arabic_places(question)
-
-
-def _arabic_places(text: str) -> frozenset[str]:
-    """The places an Arabic text names, as `places(…, widen=True)` gives them for English text."""
-    return frozenset().union(*arabic_places(text).values())
-
-
-def arabic_places(text: str) -> dict[str, frozenset[str]]:
-    """Each place an Arabic text names, by its English name, with its terms as `places(…, widen=True)`
-    gives them for English text ("دبي" is Dubai: the city and the United Arab Emirates)."""
-    arabic = normalise_arabic(text)
-    out: dict[str, frozenset[str]] = {}
-    for name in sorted({name for name, pattern in _ARABIC_PLACE if pattern.search(arabic)}):
-        if name in _CITIES:
-            out[name] = frozenset({f"city:{name}", f"country:{_ALIAS[name]}"})
-        else:
-            out[name] = frozenset({f"country:{_ALIAS[name]}"})
-    return out
+    return _tokens(question.translate(ARABIC_DIGITS)) | _tokens(question)
 
 
 def _fold(text: str) -> str:
@@ -303,22 +247,15 @@ def is_history(sentence: str, *, today: date | None = None) -> bool:
     return False
 
 
-# Words for the staff a policy is for, and how much they weigh in `term_weights`.
-POPULATION_WEIGHT = 0.25
-_POPULATION = frozenset(stem(w) for w in "team teams member members teammate teammates employee employees staff "
-                        "people worker workers everyone colleague colleagues company".split())
-
-
 def term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
     """Inverse sentence frequency of each question term among the candidates (terms no candidate
-    has are left out: they cannot tell candidates apart). Words for the staff a policy is for ("team
-    members", "employees") count for a quarter: in a question they are the asker, rarely what is asked."""
+    has are left out: they cannot tell candidates apart)."""
     n = len(texts)
     out: dict[str, float] = {}
     for term in question_terms:
         df = sum(term in t for t in texts)
         if df:
-            out[term] = math.log((n + 1) / (df + 0.5)) * (POPULATION_WEIGHT if term in _POPULATION else 1.0)
+            out[term] = math.log((n + 1) / (df + 0.5))
     return out
 
 
