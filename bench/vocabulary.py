@@ -3,7 +3,7 @@
     python -m bench.vocabulary [--rev GIT_REV]
 
 An entry is one alternative of a regular expression (`re.compile`: its unescaped `|` + 1) or one
-item of a word list (the words of a `"…".split()` string, the strings of a set, tuple or list
+item of a word list (the words of a `"…".split()` string, the pieces of a `"a|b".split("|")` one, the strings of a set, tuple or list
 literal, the string keys of a dict literal). Counted over the modules that decide what an answer
 quotes and whether the question is answered (ANSWER_LAYER); with `--rev`, as they were at that
 revision (files that no longer exist included). Comments and docstrings are not counted.
@@ -22,7 +22,8 @@ ANSWER_LAYER = ("graph/coverage.py", "graph/answerers/extractive.py", "graph/ans
                 "graph/answerers/judging.py",
                 "graph/answerers/features.py", "graph/answerers/figures.py", "graph/tenant_names.py",
                 "graph/nodes/tools.py", "retrieval/glossary.py", "retrieval/conflicts.py", "retrieval/rerank.py",
-                "retrieval/search.py", "models/judge/__init__.py")
+                "retrieval/search.py", "models/judge/__init__.py", "models/places/__init__.py",
+                "models/places/build.py")
 _PIPE = re.compile(r"(?<!\\)\|")
 
 
@@ -38,10 +39,11 @@ def count(source: str) -> tuple[int, int]:
                 if pattern is not None:
                     alternatives += len(_PIPE.findall(pattern)) + 1
                     patterns.add(id(node.args[0]))
-            elif node.func.attr == "split" and not node.args:
+            elif node.func.attr == "split" and len(node.args) <= 1:
                 text = _string(node.func.value)
-                if text is not None:
-                    words += len(text.split())
+                sep = _string(node.args[0]) if node.args else None
+                if text is not None and (sep or not node.args):
+                    words += len(text.split(sep))  # "a b c".split() and "a|b|c".split("|") alike
                     patterns.add(id(node.func.value))
     for node in tree.body:  # module-level constants: word lists, tables, synonym maps
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:

@@ -77,7 +77,7 @@ def write_access_file(path: Path) -> Path:
 def make_settings(home: Path, access_file: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {"CAIRN_HOME": home, "CAIRN_ACCESS_FILE": access_file}
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg, arg-type]
 
 
 class RecordingReranker:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 
 from graph.facts import ARABIC_DIGITS
+from models.places import gazetteer
 
 _TOKEN = re.compile(r"\w+")
 _COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
@@ -35,64 +36,6 @@ STOP = frozenset(
     "so just also please hey hi thanks quick one".split()) | frozenset(
     "في من على إلى الى عن ما هل كم هو هي أن ان التي الذي مع".split())
 
-# Place names and the names documents use for them: a question about Riyadh is answered by the
-# sentence about Saudi Arabia, one about the UK by the sentence about the United Kingdom.
-_PLACES: dict[str, tuple[str, ...]] = {
-    "united states": ("us", "usa", "u.s", "america", "american", "boston", "new york", "san francisco", "chicago",
-                      "seattle", "los angeles", "austin", "denver", "washington"),
-    "united kingdom": ("uk", "u.k", "britain", "great britain", "british", "england", "scotland", "wales",
-                       "london", "manchester", "edinburgh"),
-    "united arab emirates": ("uae", "emirates", "emirati", "dubai", "abu dhabi"),
-    "saudi arabia": ("ksa", "saudi", "riyadh", "jeddah", "dammam"),
-    "germany": ("german", "berlin", "munich", "frankfurt"),
-    "france": ("french", "paris"),
-    "netherlands": ("dutch", "holland", "amsterdam"),
-    "canada": ("canadian", "toronto", "vancouver", "montreal"),
-    "australia": ("australian", "sydney", "melbourne"),
-    "india": ("indian", "bangalore", "bengaluru", "mumbai", "delhi"),
-    "japan": ("japanese", "tokyo"),
-    "ireland": ("irish", "dublin"),
-    "spain": ("spanish", "madrid", "barcelona"),
-    "qatar": ("doha",),
-    "egypt": ("cairo", "egyptian"),
-}
-# Every other country by its English name alone (a demonym such as "Portuguese" also names a
-# language; words such as Chad, Jordan, Georgia or Turkey are too often something else).
-for _country in (
-        "afghanistan|albania|algeria|andorra|angola|argentina|armenia|austria|azerbaijan|bahamas|bahrain|"
-        "bangladesh|barbados|belarus|belgium|belize|benin|bhutan|bolivia|bosnia|botswana|brazil|brunei|bulgaria|"
-        "burundi|cambodia|cameroon|chile|china|colombia|croatia|cuba|cyprus|czechia|denmark|djibouti|ecuador|"
-        "el salvador|estonia|eswatini|ethiopia|fiji|finland|gabon|gambia|ghana|greece|guatemala|haiti|honduras|"
-        "hong kong|hungary|iceland|indonesia|iran|iraq|israel|italy|jamaica|kazakhstan|kenya|kosovo|kuwait|"
-        "kyrgyzstan|laos|latvia|lebanon|lesotho|liberia|libya|liechtenstein|lithuania|luxembourg|madagascar|"
-        "malawi|malaysia|maldives|malta|mauritius|mexico|moldova|monaco|mongolia|montenegro|morocco|mozambique|"
-        "myanmar|namibia|nepal|new zealand|nicaragua|nigeria|north macedonia|norway|oman|pakistan|panama|"
-        "paraguay|peru|philippines|poland|portugal|puerto rico|romania|russia|rwanda|senegal|serbia|singapore|"
-        "slovakia|slovenia|somalia|south africa|south korea|sri lanka|sudan|sweden|switzerland|syria|taiwan|"
-        "tajikistan|tanzania|thailand|tunisia|uganda|ukraine|uruguay|uzbekistan|venezuela|vietnam|yemen|zambia|"
-        "zimbabwe").split("|"):
-    _PLACES.setdefault(_country, ())
-_PLACES["czechia"] += ("czech republic",)
-_PLACES["south korea"] += ("korea",)
-# A US state is a place within the United States, as a city is ("I'm based in Texas").
-_US_STATES = ("alabama|alaska|arizona|arkansas|california|colorado|connecticut|delaware|florida|hawaii|idaho|"
-              "illinois|indiana|iowa|kansas|kentucky|louisiana|maine|maryland|massachusetts|michigan|minnesota|"
-              "mississippi|missouri|montana|nebraska|nevada|new hampshire|new jersey|new mexico|north carolina|"
-              "north dakota|ohio|oklahoma|oregon|pennsylvania|rhode island|south carolina|south dakota|tennessee|"
-              "texas|utah|vermont|virginia|west virginia|wisconsin|wyoming").split("|")
-_PLACES["united states"] += tuple(_US_STATES)
-_CITIES = frozenset((
-    "boston|new york|san francisco|chicago|seattle|los angeles|austin|denver|washington|london|manchester|"
-    "edinburgh|dubai|abu dhabi|riyadh|jeddah|dammam|berlin|munich|frankfurt|paris|amsterdam|toronto|vancouver|"
-    "montreal|sydney|melbourne|bangalore|bengaluru|mumbai|delhi|tokyo|dublin|madrid|barcelona|doha|cairo").split("|")
-    + _US_STATES)
-_ALIAS: dict[str, str] = {}
-for _country, _names in _PLACES.items():
-    for _name in (_country, *_names):
-        _ALIAS[_name] = _country
-_ALIAS_BY_FIRST: dict[str, list[str]] = {}
-for _name in _ALIAS:
-    _ALIAS_BY_FIRST.setdefault(_name.split(" ")[0], []).append(_name)
 _MONTHS = "january february march april may june july august september october november december"
 # A sentence that tells the history of a value rather than the value in force.
 _HISTORY = re.compile(r"\b(?:supersedes?|superseded|replaces|replaced the|previous(?:ly)?|formerly|old rate|"
@@ -188,29 +131,48 @@ def stem(token: str) -> str:
 
 
 def places(text: str, *, widen: bool = False) -> set[str]:
-    """The places a text names: a country by any of its names ("UK", "Britain"), a city by its own
-    name. With `widen`, a city also stands for its country: a question about Riyadh is answered by
-    the sentence about Saudi Arabia, but a sentence about Boston says nothing about Denver."""
-    return set(_places(text, widen))
+    """The places a text names (models/places, a gazetteer built from public geographic data): a
+    country by any of its names ("UK", "Britain"), a region or city by its own ("city:texas",
+    "city:riyadh"). With `widen`, a region or city also stands for its country: a question about
+    Riyadh is answered by the sentence about Saudi Arabia, but a sentence about Boston says nothing
+    about Denver."""
+    return set(_places(text, widen)[0])
 
 
 @functools.lru_cache(maxsize=8192)
-def _places(text: str, widen: bool) -> frozenset[str]:
-    low = " " + re.sub(r"[^\w. ]", " ", text.lower()) + " "
+def _places(text: str, widen: bool) -> tuple[frozenset[str], frozenset[str]]:
+    """(place labels, the overlap tokens of the names found)."""
+    if not text.isascii():  # "والرياض", "بالرياض": and, in + the article + the name
+        text = _ARABIC_PROCLITIC.sub(r"\1 ", text)
+    as_written = " " + _NOT_NAME.sub(" ", text) + " "
+    low = as_written.lower()
+    # Names found only with their capital ("UAE", "Turkey") are not read in a text in capitals.
+    cased_ok = any(c.islower() for c in text)
     # Only the names whose first word the text has can stand in it between spaces.
     words = set(low.split(" "))
     words |= {w[:-1] for w in words if w.endswith(".")}
     out: set[str] = set()
+    found: set[str] = set()
     # Longest names first, each taken out of the text once found: "New Mexico" is not Mexico too.
-    for name in sorted((n for first in words & _ALIAS_BY_FIRST.keys() for n in _ALIAS_BY_FIRST[first]),
-                       key=lambda n: (-len(n), n)):
-        if f" {name} " in low or f" {name}. " in low:
-            low = low.replace(f" {name} ", "  ").replace(f" {name}. ", "  ")
-            is_city = name in _CITIES
-            out.add(f"city:{name}" if is_city else f"country:{_ALIAS[name]}")
-            if is_city and widen:
-                out.add(f"country:{_ALIAS[name]}")
-    return frozenset(out)
+    for place in gazetteer().candidates(words):
+        name, haystack = (place.name.lower(), low) if place.any_case else (place.name, as_written)
+        if not (place.any_case or cased_ok) or (f" {name} " not in haystack and f" {name}. " not in haystack):
+            continue
+        cut = " " * (len(name) + 2)
+        low = low.replace(f" {place.name.lower()} ", cut).replace(f" {place.name.lower()}. ", cut)
+        as_written = as_written.replace(f" {place.name} ", cut).replace(f" {place.name}. ", cut)
+        found |= _tokens(place.name)
+        if place.kind == "country":
+            out.add(f"country:{place.place.lower()}")
+            continue
+        out.add(f"city:{place.place.lower()}")
+        if widen:
+            out.add(f"country:{place.country.lower()}")
+    return frozenset(out), frozenset(found)
+
+
+_NOT_NAME = re.compile(r"[^\w. ]")
+_ARABIC_PROCLITIC = re.compile(r"(?<!\w)([وفبك])(?=ال)")
 
 
 _INNER_CAPITAL = re.compile(r"(?<=[\w,] )[A-Z][\w-]+")
@@ -271,5 +233,5 @@ def coverage(weights: dict[str, float], sentence_terms: set[str], heading_terms:
 def with_places(terms: Iterable[str], text: str, *, widen: bool = False) -> set[str]:
     """Terms with each place name replaced by the place it stands for (so "UK" and "United
     Kingdom" are one term, counted once); see `places` for `widen`."""
-    found = places(text, widen=widen)
-    return ({t for t in terms if t not in _ALIAS} | found) if found else set(terms)
+    found, words = _places(text, widen)
+    return ({t for t in terms if t not in words} | found) if found else set(terms)

@@ -74,7 +74,20 @@ def test_places_match_by_country_but_one_city_never_stands_for_another() -> None
     assert features.places("I'm moving to Portugal") == {"country:portugal"}
     assert features.places("I'm based in Texas", widen=True) == {"city:texas", "country:united states"}
     assert features.places("our New Mexico office") == {"city:new mexico"}
-    assert features.places("staff in Mexico City") == {"country:mexico"}
+    assert features.places("staff in Mexico City", widen=True) == {"city:mexico city", "country:mexico"}
+
+
+def test_the_gazetteer_knows_cities_no_one_listed_and_keeps_ordinary_words_out() -> None:
+    # Cities of every country, by their other names too, and in Arabic script.
+    assert features.places("hotel cap in Bangalore?", widen=True) == {"city:bengaluru", "country:india"}
+    assert features.places("per diem for Winnipeg", widen=True) == {"city:winnipeg", "country:canada"}
+    assert features.places("كم بدل الوجبات في الرياض", widen=True) == {"city:riyadh", "country:saudi arabia"}
+    # Lower case where running English writes the name capitalised; never a town named like a word.
+    assert features.places("what is the hotel limit in riyadh") == {"city:riyadh"}
+    assert features.places("Reading the policy on a Nice day, the Chief Security Officer") == set()
+    # A code in capitals is a country in prose, not in a heading written in capitals.
+    assert features.places("US staff and UAE staff") == {"country:united states", "country:united arab emirates"}
+    assert features.places("TERMS AND CONDITIONS FOR US STAFF") == set()
 
 
 def test_a_rate_in_one_word_reads_as_its_unit() -> None:
