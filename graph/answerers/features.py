@@ -132,7 +132,7 @@ def stem(token: str) -> str:
 
 def places(text: str, *, widen: bool = False) -> set[str]:
     """The places a text names (models/places, a gazetteer built from public geographic data): a
-    country by any of its names ("UK", "Britain"), a region or city by its own ("city:texas",
+    country by any of its names ("UK", "GBR", "Canadian"), a region or city by its own ("city:texas",
     "city:riyadh"). With `widen`, a region or city also stands for its country: a question about
     Riyadh is answered by the sentence about Saudi Arabia, but a sentence about Boston says nothing
     about Denver."""

@@ -18,9 +18,10 @@ Sources (installed with the `train` extra; none is needed at serving time):
 - cities: GeoNames' cities of 100,000 people or more; for those of 500,000 or more, also their
   alternate names written in Latin capitals ("Bangalore" for Bengaluru) or in Arabic script.
 
-A name means one place: a country's name before a region's ("Georgia"), a region's before a city's
-("Washington", "Virginia"), a more populous city before a smaller one of the same name, and a place's
-own name before another's alternate name.
+A name means one place: a country's name before a region's ("Georgia"), a region's before a derived
+adjective ("Indiana" is a state, not India's) or a city's ("Washington", "Virginia"), a more
+populous city before a smaller one of the same name, and a place's own name before another's
+alternate name.
 
 Case: a place name that is also an ordinary word ("Reading", "Nice", "Mobile") must not be found in
 "reading the policy", nor "Officer" in "Chief Security Officer". How a name is written in running
