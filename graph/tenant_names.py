@@ -29,6 +29,7 @@ a minute after its document is published, at most).
 from __future__ import annotations
 
 import asyncio
+import calendar
 import logging
 import re
 import time
@@ -65,8 +66,7 @@ _REGIONS = frozenset("north south east west northern southern eastern western ce
 
 # Days and months are written with a capital but are when, not who: "my last day is Friday" is the
 # asker's situation, and a page that never names the day still answers.
-_CALENDAR = frozenset("monday tuesday wednesday thursday friday saturday sunday january february march april may "
-                      "june july august september october november december".split())
+_CALENDAR = frozenset(name.lower() for name in (*calendar.day_name, *calendar.month_name[1:]))
 
 Names = Mapping[str, frozenset[str]]  # name → ids of the documents that use it
 

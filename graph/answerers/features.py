@@ -16,6 +16,7 @@ span it states, is the answer judge's reading, models/judge, not a pattern of th
 
 from __future__ import annotations
 
+import calendar
 import functools
 import math
 import re
@@ -36,13 +37,13 @@ STOP = frozenset(
     "so just also please hey hi thanks quick one".split()) | frozenset(
     "في من على إلى الى عن ما هل كم هو هي أن ان التي الذي مع".split())
 
-_MONTHS = "january february march april may june july august september october november december"
+_MONTHS = [m.lower() for m in calendar.month_name[1:]]  # the standard library's English names
 # A sentence that tells the history of a value rather than the value in force.
 _HISTORY = re.compile(r"\b(?:supersedes?|superseded|replaces|replaced the|previous(?:ly)?|formerly|old rate|"
                       r"no longer|used to be|which set|was set|had been|prior rate|former)\b|"
                       r"يلغي|السابق|سابقًا|سابقا", re.IGNORECASE)
 _FROM_DATE = re.compile(r"\b(?:from|starting|effective|as of|with effect from|beginning)\s+(?:on\s+)?"
-                        r"(\d{1,2})\s+(" + "|".join(_MONTHS.split()) + r")\s+(\d{4})", re.IGNORECASE)
+                        r"(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})", re.IGNORECASE)
 
 # A sentence that sends the reader elsewhere ("Visit our Anniversary Gift section for more
 # information") names the topic without stating anything of it.
@@ -201,7 +202,7 @@ def is_history(sentence: str, *, today: date | None = None) -> bool:
     today = today or date.today()
     for day, month, year in _FROM_DATE.findall(sentence):
         try:
-            starts = date(int(year), _MONTHS.split().index(month.lower()) + 1, int(day))
+            starts = date(int(year), _MONTHS.index(month.lower()) + 1, int(day))
         except ValueError:
             continue
         if starts > today:
