@@ -44,7 +44,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent / "places.tsv"
+from models.places import PLACES_FILE
+
 CITY_POPULATION = 100_000
 ALTERNATES_POPULATION = 500_000
 ADJECTIVE_POPULATION = 1_000_000
@@ -212,20 +213,20 @@ def build(data: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     from bench.datasets import DATA
 
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder (reference text)")
     parser.add_argument("--check", action="store_true", help="compare with the committed file")
     args = parser.parse_args(argv)
     header = "# name\tkind\tplace\tcountry\tcase (built by python -m models.places.build; see README.md)"
     text = "\n".join([header, *build(args.data)]) + "\n"
     if args.check:
-        same = OUT.read_text(encoding="utf-8") == text
+        same = PLACES_FILE.read_text(encoding="utf-8") == text
         print("places.tsv is up to date" if same else "places.tsv differs from a rebuild", file=sys.stderr)
         return 0 if same else 1
-    OUT.write_text(text, encoding="utf-8")
-    print(f"{OUT}: {text.count(chr(10)) - 1} names", file=sys.stderr)
+    PLACES_FILE.write_text(text, encoding="utf-8")
+    print(f"{PLACES_FILE}: {text.count(chr(10)) - 1} names", file=sys.stderr)
     return 0
 
 
