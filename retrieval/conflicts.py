@@ -54,8 +54,8 @@ _UNITS = {"day": "day", "days": "day", "working days": "working_day", "business 
           "يوم": "day", "يوما": "day", "يومًا": "day", "أيام": "day", "أسبوع": "week", "أسابيع": "week",
           "أسبوعا": "week", "أسبوعًا": "week", "ساعة": "hour", "ساعات": "hour", "شهر": "month", "أشهر": "month"}
 _NUM = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
-_COUNT = re.compile(_NUM + r"\s?(working days|business days|days?|weeks?|months?|hours?|minutes?|%|percent"
-                    r"|يومًا|يوما|يوم|أيام|أسبوعًا|أسبوعا|أسبوع|أسابيع|ساعات|ساعة|أشهر|شهر)", re.IGNORECASE)
+_COUNT = re.compile(_NUM + r"\s?(" + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True)) + ")",
+                    re.IGNORECASE)  # the longest unit first: "days" is not "day" + "s"
 _PER = re.compile(r"\bper\s+(mile|km|kilometre|kilometer|night|day|month)\b", re.IGNORECASE)
 _SCOPED = re.compile(r"\b(during|except|exception|unless|approval|approved|only (?:for|to|when|with|if)"
                      r"|for trips|older than|more than|longer than|at least)\b"
@@ -73,7 +73,6 @@ _TOKEN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*|['’]|[:=|,;()\[\]—–]")
 _BREAK = {"(", ")", "[", "]", ";", ":", ",", "—", "–", "|"}
 # Words that name a bound rather than what is bounded ("a maximum of", "the limit is").
 _GENERIC = "maximum minimum total limit cap amount sum value"
-_UNIT_WORDS = "day days week weeks month months hour hours minute minutes percent"
 _NEAR = 6  # words each side of a number that count as its neighbourhood
 # The passage that says it supersedes another (active voice: "replaced" is as often a broken laptop).
 _SUPERSEDES = re.compile(r"\b(supersedes|superseding|replaces|overrides|overriding|takes precedence over"
@@ -291,7 +290,7 @@ class _Lexicon:
 
     def __init__(self, terms_of: Callable[[str], set[int]]) -> None:
         self.terms_of = terms_of
-        self.units = frozenset(terms_of(_UNIT_WORDS))
+        self.units = frozenset(terms_of(" ".join(u for u in _UNITS if u.isascii() and u.isalpha())))
         self.generic = frozenset(terms_of(_GENERIC))
         self._stop: dict[str, bool] = {}
 

@@ -3,15 +3,16 @@
 From the passages at or above the score floor (at most 3 of each organisation), every sentence is
 scored against the question: cosine similarity (MiniLM for English, the multilingual encoder when
 the question or a passage is not English) plus what graph/answerers/features.py reads off the sentence (the
-question's words weighted by rarity, a superseded value, a pointer elsewhere) plus a little of the
+question's words weighted by rarity, a superseded value) plus a little of the
 passage's rerank score. A question sentence (an FAQ's) is never a candidate; the
 first sentence under an FAQ's question is read with it, and a short one is shown with it ("Does
 Sourcegraph match my 401k? Not at this time."). The best
-sentence is kept with the neighbours that give it its scope (its exception, the population or the
-place it applies to, the local amount, the exclusion after a general rule: "… USD 250." + "During
-trade-show weeks …"); other sentences close to the best one fill up to 3; an old value never does.
-Whether the sentences quoted answer at all is the answer judge's reading (models/judge), not this
-scoring's.
+sentence is kept with the neighbours that name the place or team asked about, or the figure the
+best one lacks; other sentences close to the best one fill up to 3; an old value never does. The
+answer judge (models/judge) adds the neighbours it reads as answering too (the exception, the
+population, the local amount: "… USD 250." + "During trade-show weeks …"), and whether the
+sentences quoted answer at all is its reading, not this scoring's: a pointer to another section
+("Visit our … section for more information") is read as answering nothing.
 A question about one place is answered from the passages about it: a passage whose title or
 section names only other places is set aside when another one names the place asked about.
 
@@ -94,36 +95,19 @@ MAX_TABLE_ROWS = 8
 # vectors prepared for the old reading are prepared again (store.catalog: answer_vectors.scheme).
 # 1: a section path line ("4.1 NON-TRAVEL RELATED EXPENSES > Books") is not quoted; its last section is the
 #    lead-in of the lines under it.
-CANDIDATE_SCHEME = 1
+# 2: an FAQ's question is a line of its own (or one that follows its mark, "Q."), whatever its first word.
+CANDIDATE_SCHEME = 2
 
-_EXCEPTION_START = re.compile(
-    r"^(?:[-•*]\s*)?(?:except|unless|however|but|exceptions?|during|with (?:written|prior)|if|when|only|"
-    r"this does not|note|after|before|above|over|under|for (?:trips|flights|stays))\b|"
-    r"^(?:[-•*]\s*)?(?:إلا|باستثناء|ولكن|لكن|إذا|اذا|ما لم|خلال|بعد|قبل)", re.IGNORECASE)
 # Document text addressed to an AI is never quoted as an answer (it is not obeyed either way).
 _INSTRUCTION_TO_AI = re.compile(
     r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|rules|prompt)\b|\b(?:note|message) to (?:ai|the ai|"
     r"assistants?|chatbots?|llms?)\b|\bsystem prompt\b|تجاهل.{0,30}التعليمات", re.IGNORECASE)
 _ITEM = re.compile(r"^(?:[-•*]|\d{1,2}[.)])\s+")
-# A sentence that opens by pointing back ("These are used in …", "This means …") says what it is about
-# only with the sentence before it.
-_POINTS_BACK = re.compile(r"^(?:these|those|they|such|both)\b|^this (?:is|was|means|includes|applies|covers|allows|"
-                          r"helps|makes|lets)\b", re.IGNORECASE)
-# A neighbour that gives the rule its scope: where it applies, to whom, in which currency, or what
-# it excludes ("In the United Kingdom, customers have statutory rights for longer …", "Administrators
-# …, and everyone in Finance, must use a hardware security key", "In local currency the per diem is …").
-_SCOPE_START = re.compile(
-    r"^(?:[-•*]\s*)?(?:in (?:the )?(?-i:[A-Z])[\w-]+|in local currency|outside|for (?:staff|employees|customers|"
-    r"contractors|part-time|managers|administrators|everyone)|everyone|administrators|staff (?:in|who|at)|"
-    r"customers (?:in|who)|this (?:exception|rule|limit|allowance) (?:applies|does not)|never|no |not )",
-    re.IGNORECASE)
 # A row or rule for every place not listed ("Any other city | USD 180") answers for any place
 _ANY_PLACE = re.compile(r"\b(?:any other|all other|every other|elsewhere|other cities|other countries|"
                         r"other locations|all (?:other )?(?:offices|countries|locations|cities))\b", re.IGNORECASE)
 # A figure: "4", "$3,000", "12-week", "1st", "15%"; not the digits of a name ("37signals", "B2B").
 _FIGURE = re.compile(r"(?<!\w)\d[\d.,]*(?:st|nd|rd|th|k)?(?!\w)")
-_NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't|excluded|ineligible|except)\b|لا|ليس|غير|باستثناء",
-                       re.IGNORECASE)
 
 
 # chunk ids → their stored vector rows (store.catalog.Catalog.load_vectors)
@@ -235,8 +219,10 @@ class ExtractiveAnswerer:
         """The judge reads the sentences picked and the best others (JUDGE_READS in all); the turn's
         answerable probability is the best of the picked ones'. (Quoting the judge's best sentence
         instead, where it reads another higher, showed more wrong answers on the tune split at every
-        margin tried: the judge decides whether to answer, the picker what to quote.) Second: the rows
-        of a table to quote instead of the picks, where the question singles out none (TABLE_ROWS)."""
+        margin tried, and where it reads none of the picks as answering, too: the judge decides whether
+        to answer, the picker what to quote.) Second: the sentences to quote instead of the picks: a
+        table's rows, where the question singles out none (TABLE_ROWS), or the picks with the
+        neighbours the judge reads as their scope."""
         if self.judge is None or not picks:
             return None, []
         quoted = [sentences.index(s) for s in picks]
@@ -433,7 +419,6 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
                         for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
     rerank = np.array([passages[s.passage].score for s in sentences], dtype=np.float32)
     history = np.array([features.is_history(s.text) for s in sentences], dtype=np.float32)
-    pointer = np.array([features.is_pointer(s.text) for s in sentences], dtype=np.float32)
     named = features.names(question) | features.places(question, widen=True)
     # what a passage is about: its title, section and text ("AUSTPAC" named once, at its start)
     about = [features.with_places(features.tokens(f"{p.title}\n{p.text}"), f"{p.title}\n{p.text}") if named else set()
@@ -441,8 +426,7 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage] | about[s.passage])
                           and not _for_any_place(s.text)
                           for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
-    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank - features.HISTORY_PENALTY * history
-            - features.POINTER_PENALTY * pointer - NAME_PENALTY * off_topic)
+    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank - features.HISTORY_PENALTY * history - NAME_PENALTY * off_topic)
 
 
 async def _by_text(load: StoredVectors | None, passages: Sequence[Passage], *, texts: str, vecs: str, dim: str,
@@ -560,9 +544,9 @@ def _candidates(text: str, passage_no: int = 0) -> list[_Sentence]:
                 # A question (an FAQ's) restates what was asked; it never answers it. The first
                 # sentence under it is compared with the question together with it: "Not at this
                 # time." says nothing alone, under "Does the company match my 401k?" it is the answer.
-                # An FAQ's question opens its line, or follows its mark ("Q." "Does …?"); one inside
-                # a paragraph is the text's own ("… is a round trip shorter than 2000 km?").
-                opens = at == 0 or bool(_FAQ_MARK.match(sentence.lstrip("-•*# ").strip(" *_"))) \
+                # An FAQ's question is a line of its own, or follows its mark ("Q." "Does …?"); one
+                # inside a paragraph is the text's own ("… is a round trip shorter than 2000 km?").
+                opens = (at == 0 and len(pieces) == 1) or bool(_FAQ_MARK.match(sentence.lstrip("-•*# ").strip(" *_"))) \
                     or (at == 1 and bool(_FAQ_MARK.fullmatch(pieces[0].strip(" -•*#_") + " ")))
                 if opens:
                     asked = "" if _INSTRUCTION_TO_AI.search(sentence) else _faq_question(sentence)
@@ -604,12 +588,7 @@ def _faq_question(line: str) -> str:
     if not last.rstrip("”\"'").endswith(("?", "؟")):
         return ""
     question = _FAQ_MARK.sub("", last).strip(" *_")
-    return question if len(question.split()) >= 3 and _ASKS.match(question) else ""
-
-
-# How an FAQ's question opens (a sentence that ends with one, "… consider this instance: is there …?", is no FAQ's).
-_ASKS = re.compile(r"(?:what|how|when|where|who|whom|whose|why|which|can|could|do|does|did|is|are|was|were|will|"
-                   r"would|should|shall|may|might|must|am|if|هل|ما|ماذا|متى|كيف|كم|أين|لماذا|من|أي)\b", re.IGNORECASE)
+    return question if len(question.split()) >= 3 else ""
 
 
 def _names_columns(cells: Sequence[str]) -> bool:
@@ -675,27 +654,17 @@ def _pick(sentences: Sequence[_Sentence], scores: np.ndarray, cosine: np.ndarray
 
 def _gives_scope(best: _Sentence, other: _Sentence, similar: bool, named: set[str],
                  asked: AbstractSet[str] = frozenset()) -> bool:
-    """Whether a sentence next to the best one belongs in the answer: the exception, population or
-    local amount that limits it, the exclusion that follows a general rule, the continuation of a
-    number, or the answer itself when the best one introduces it ("… Group RRSP through Canada Life." then "Employer matching up to 3% …" for
-    "do they match retirement savings?": the figure, and a word of the question the best lacks), or
-    what the best one points back to ("These are used in geochronologic studies" after the sentence
-    that says what "these" are)."""
+    """Whether a sentence next to the best one belongs in the answer: the rest of a short FAQ answer,
+    the place or team asked about where the best one does not name it, the continuation of a number,
+    or the answer itself when the best one introduces it ("… Group RRSP through Canada Life." then
+    "Employer matching up to 3% …" for "do they match retirement savings?": the figure, and a word of
+    the question the best lacks). Exceptions and other scope are the judge's reading (`_reading`)."""
     after = other.index > best.index
     if after and best.faq and not other.answers_faq:
         return True  # the rest of a short FAQ answer ("A: Unfortunately, not at this time. The maximum is …")
-    if not after and _POINTS_BACK.match(best.text):
-        return True  # what "These are used in …" points back to
-    if _EXCEPTION_START.search(other.text) and (after or _FIGURE.search(best.text)):
-        return True
-    if after and _SCOPE_START.search(other.text):
-        return True
     if named and named & features.with_places(features.tokens(other.text), other.text) \
             and not named & features.with_places(features.tokens(best.text), best.text):
         return True  # the question's place or team is named in the neighbour, not in the best
-    if after and _NEGATION.search(other.text) and not _NEGATION.search(best.text) \
-            and features.tokens(other.text) & features.tokens(best.text):
-        return True  # "… are eligible." then "Store and warehouse roles are not eligible …"
     if after and _FIGURE.search(other.text) and not _FIGURE.search(best.text) \
             and (asked & features.tokens(other.text)) - features.tokens(best.text):
         return True

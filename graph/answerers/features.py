@@ -10,6 +10,8 @@ span it states, is the answer judge's reading, models/judge, not a pattern of th
   candidate sentences (a word every sentence shares tells them apart least; "Finance" in "MFA for
   people in Finance" tells them apart most). Place names count through their aliases ("Riyadh" is
   "Saudi Arabia", "UK" is "United Kingdom"), and the passage heading counts for half ("Sick Leave").
+  The words the keyword index's analyser leaves out (Qdrant's English and Arabic stop words) are no
+  terms.
 - **history**: a sentence that describes a superseded or not-yet-effective value ("which set a
   rate of USD 0.58 from 1 January 2025", "From 1 July 2027 …") is never the current answer.
 """
@@ -23,6 +25,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import date
+from typing import Any
 
 from graph.facts import ARABIC_DIGITS
 from models.places import gazetteer
@@ -30,13 +33,6 @@ from models.places import gazetteer
 _TOKEN = re.compile(r"\w+")
 _COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
 _ARABIC_DIACRITICS = re.compile(r"[\u064B-\u0652\u0670\u0640]")
-STOP = frozenset(
-    "the a an of to in on for and or is are be what which who how many much do does did i my me we our "
-    "you your can could may should will would with at by from this that it as if there when where per "
-    "any some get have has am im i'm its it's was were been being about into than then them they their "
-    "so just also please hey hi thanks quick one".split()) | frozenset(
-    "في من على إلى الى عن ما هل كم هو هي أن ان التي الذي مع".split())
-
 _MONTHS = [m.lower() for m in calendar.month_name[1:]]  # the standard library's English names
 # A sentence that tells the history of a value rather than the value in force.
 _HISTORY = re.compile(r"\b(?:supersedes?|superseded|replaces|replaced the|previous(?:ly)?|formerly|old rate|"
@@ -45,15 +41,7 @@ _HISTORY = re.compile(r"\b(?:supersedes?|superseded|replaces|replaced the|previo
 _FROM_DATE = re.compile(r"\b(?:from|starting|effective|as of|with effect from|beginning)\s+(?:on\s+)?"
                         r"(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})", re.IGNORECASE)
 
-# A sentence that sends the reader elsewhere ("Visit our Anniversary Gift section for more
-# information") names the topic without stating anything of it.
-_POINTER = re.compile(r"^\W*(?:please\s+)?(?:visit|see|refer to|check(?: out)?|read|go to|head to|take a look at|"
-                      r"look at|find)\b.{0,120}?\b(?:for (?:(?:more|further|additional|full) )?(?:information|details|info)|"
-                      r"to (?:learn|find out|read) more)\b", re.IGNORECASE)
-_POINTS_ON = re.compile(r"\bfor (?:more|further|additional|full) (?:information|details|info)\W*$", re.IGNORECASE)
-_AMOUNT_STATED = re.compile(r"[$€£¥₹%]|\b\d[\d,.]*\s*(?:days?|weeks?|months?|years?|hours?|percent)\b", re.IGNORECASE)
 HISTORY_PENALTY = 0.25
-POINTER_PENALTY = 0.25
 
 
 def tokens(text: str) -> set[str]:
@@ -69,12 +57,28 @@ def _tokens(text: str) -> frozenset[str]:
     out = set()
     folded = _fold(text)
     for token in [*_TOKEN.findall(folded), *(m.replace("-", "") for m in _COMPOUND.findall(folded))]:
+        if is_stopword(token):
+            continue
         if token.startswith("ال") and len(token) > 4:
             token = token[2:]
         token = stem(token)
-        if token not in STOP and (len(token) > 2 or token.isdigit()):
+        if len(token) > 2 or token.isdigit():
             out.add(token)
     return frozenset(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def is_stopword(word: str) -> bool:
+    """A word the keyword index's analyser leaves out (Qdrant's English or Arabic stop words), so that
+    a sentence's overlap with a question is counted on the words the keyword search reads too."""
+    return not _analysers()["en" if word.isascii() else "ar"].embed_query(word).indices
+
+
+@functools.cache
+def _analysers() -> dict[str, Any]:
+    from qdrant_edge import Bm25, Bm25Config
+
+    return {"en": Bm25(Bm25Config(language="english")), "ar": Bm25(Bm25Config(language="arabic"))}
 
 
 def question_terms(question: str) -> set[str]:
@@ -187,12 +191,6 @@ def capitalised(question: str) -> list[str]:
 def names(question: str) -> set[str]:
     """The question's capitalised words as overlap tokens."""
     return {t for w in capitalised(question) for t in tokens(w)}
-
-
-def is_pointer(sentence: str) -> bool:
-    """A sentence that sends the reader elsewhere ("Visit our … section for more information", "Please
-    the 401(k) Company Match and Administration Guide for more details.") without stating an amount."""
-    return bool(_POINTER.search(sentence)) or (bool(_POINTS_ON.search(sentence)) and not _AMOUNT_STATED.search(sentence))
 
 
 def is_history(sentence: str, *, today: date | None = None) -> bool:

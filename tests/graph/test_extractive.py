@@ -270,17 +270,21 @@ def test_a_table_s_first_row_names_its_columns_only_when_it_reads_as_names() -> 
         "#announce-departures | Stay informed about teammates who are leaving."]
 
 
-async def test_a_pointer_to_another_section_is_not_quoted_over_the_fact(embedder: Embedder) -> None:
+async def test_a_pointer_to_another_section_is_read_as_answering_nothing(embedder: Embedder) -> None:
     gifts = _passage("people/celebrations", "Celebrations", "Celebrations > Anniversary\nTeam members celebrating "
                      "their one-year anniversary receive a custom cable organiser. Folks celebrating their five-year "
                      "anniversary have the option of a branded computer backpack.", heading="Celebrations > Anniversary")
     bonuses = _passage("total-rewards/incentives", "Incentives", "Incentives > Anniversaries\nA bot posts a shout-out "
                        "for every hire date anniversary. Visit our Anniversary Gift section for more information about "
                        "the gifts.", heading="Incentives > Anniversaries", score=0.55)
-    answer = await _shown(embedder, "What's the anniversary gift when you hit 5 years?", bonuses, gifts,
-                          max_sentences=1)
-    assert "backpack" in answer, answer
-
+    # The scoring picks the pointer; the judge reads it as answering nothing, so it is never shown as
+    # the answer (the turn escalates), and it reads the backpack as answering.
+    answerer = ExtractiveAnswerer(embedder=embedder, max_sentences=1, judge=Judge())
+    reading = await answerer.judged("What is the anniversary gift for five years?", [bonuses, gifts], 0.3)
+    assert reading is not None and reading.answerable < reading.threshold
+    quoted = [s["text"] for s in reading.sentences if s["quoted"]]
+    assert quoted and all("Visit our" in t for t in quoted)
+    assert max(s["probability"] for s in reading.sentences if "backpack" in s["text"]) >= reading.threshold
 
 async def test_a_question_naming_no_organisation_gets_each_organisation_s_rule_under_its_name(
         embedder: Embedder) -> None:
@@ -340,19 +344,13 @@ async def test_an_faq_answer_is_read_with_the_question_it_answers(embedder: Embe
 def test_a_question_inside_a_paragraph_is_the_text_s_own_not_an_faq_s() -> None:
     text = ("Problems\nConsider this instance of the problem: is there a route of at most 2000 km through the 15 "
             "largest cities? The answer to this instance is of little use for other instances. For this reason the "
-            "theory studies problems, not instances.\nHow often do we run it? Every week, on Mondays.")
+            "theory studies problems, not instances.\nHow often do we run it?\nEvery week, on Mondays.")
     sentences = _candidates(text)
     assert sentences[0].scored_text == "The answer to this instance is of little use for other instances."
     assert sentences[2].scored_text == "How often do we run it? Every week, on Mondays."
-
-
-async def test_a_sentence_that_points_back_is_quoted_with_the_one_it_points_to(embedder: Embedder) -> None:
-    text = ("# Records\n\nFinance keeps signed contracts and payroll records in the archive for seven years. "
-            "These are used in audits and tax reviews. Desk bookings are kept for a month.\n")
-    shown = await _shown(embedder, "Which records are used in audits and tax reviews?",
-                         _passage("finance/records", "Records", text, score=0.7), max_sentences=2)
-    assert "These are used in audits" in shown and "signed contracts and payroll records" in shown
-
+    # an FAQ's question is a line of its own, whatever word it opens with
+    faq = _candidates("Leave\nThe policy in my country differs from this one, which applies?\nYours applies.")
+    assert faq[0].scored_text == "The policy in my country differs from this one, which applies? Yours applies."
 
 
 def test_a_name_the_passage_holds_need_not_be_repeated_in_the_sentence_quoted() -> None:
