@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,21 @@ USE_THREADS = 2
 # machine, where sentence-transformers (torch) took 3.5 s.
 BATCH_THREADS = max(1, min(4, (os.cpu_count() or 2) // 2))
 TERMS_CACHE_SIZE = 50_000
+
+
+@cache
+def bm25_analysers() -> dict[str, Any]:
+    """Qdrant's BM25 analysers (English and Arabic stop words, Snowball stemmers), one pair a process:
+    the sparse vectors' and every reading of which words count (`is_stopword`)."""
+    from qdrant_edge import Bm25, Bm25Config
+
+    return {SPARSE_EN: Bm25(Bm25Config(language="english")), SPARSE_AR: Bm25(Bm25Config(language="arabic"))}
+
+
+@lru_cache(maxsize=65536)
+def is_stopword(word: str) -> bool:
+    """A word the keyword index's analyser leaves out (Qdrant's English or Arabic stop words)."""
+    return not bm25_analysers()[SPARSE_EN if word.isascii() else SPARSE_AR].embed_query(word).indices
 
 
 @dataclass(frozen=True)
@@ -134,11 +149,9 @@ class Embedder:
         except Exception:  # no threadpoolctl: BLAS keeps its own default
             return None
 
-    @cached_property
+    @property
     def bm25(self) -> dict[str, Any]:
-        from qdrant_edge import Bm25, Bm25Config
-
-        return {SPARSE_EN: Bm25(Bm25Config(language="english")), SPARSE_AR: Bm25(Bm25Config(language="arabic"))}
+        return bm25_analysers()
 
     def _blas_threads(self, n: int) -> Any:
         blas = self._blas

@@ -426,7 +426,8 @@ def _features(question: str, sentences: Sequence[_Sentence], passages: Sequence[
     off_topic = np.array([bool(named) and not named & (t | heading_terms[s.passage] | about[s.passage])
                           and not _for_any_place(s.text)
                           for s, t in zip(sentences, sent_terms, strict=True)], dtype=np.float32)
-    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank - features.HISTORY_PENALTY * history - NAME_PENALTY * off_topic)
+    return (LEXICAL_WEIGHT * lexical + PASSAGE_WEIGHT * rerank - features.HISTORY_PENALTY * history
+            - NAME_PENALTY * off_topic)
 
 
 async def _by_text(load: StoredVectors | None, passages: Sequence[Passage], *, texts: str, vecs: str, dim: str,

@@ -25,10 +25,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Any
 
 from graph.facts import ARABIC_DIGITS
 from models.places import gazetteer
+from retrieval.embed import is_stopword
 
 _TOKEN = re.compile(r"\w+")
 _COMPOUND = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
@@ -65,20 +65,6 @@ def _tokens(text: str) -> frozenset[str]:
         if len(token) > 2 or token.isdigit():
             out.add(token)
     return frozenset(out)
-
-
-@functools.lru_cache(maxsize=65536)
-def is_stopword(word: str) -> bool:
-    """A word the keyword index's analyser leaves out (Qdrant's English or Arabic stop words), so that
-    a sentence's overlap with a question is counted on the words the keyword search reads too."""
-    return not _analysers()["en" if word.isascii() else "ar"].embed_query(word).indices
-
-
-@functools.cache
-def _analysers() -> dict[str, Any]:
-    from qdrant_edge import Bm25, Bm25Config
-
-    return {"en": Bm25(Bm25Config(language="english")), "ar": Bm25(Bm25Config(language="arabic"))}
 
 
 def question_terms(question: str) -> set[str]:
