@@ -14,7 +14,7 @@ answerer, which passages are evidence and whether a drafted sentence is supporte
   trained on questions, not claims: the card (models/judge/weights/README.md) has what it measured
   on claims (`python -m bench.claim_support`) and why the threshold is where it is.
 
-Reading costs ~5–20 ms a pair on one core, so each caller reads a shortlist by a cheap prior: the
+Reading costs ~10–20 ms a pair on one core, so each caller reads a shortlist by a cheap prior: the
 rarity-weighted share of the question's (or sentence's) words a sentence and its section have, the
 answerer's own lexical feature (graph/answerers/features.py).
 """

@@ -14,7 +14,7 @@ its training recipe (weights/judge-*.json), so one threshold means the same in E
 (bench/judge_threshold.py).
 `verdict` gives what an answer needs: the sentences to quote (the best one, and the other
 sentences of its passage that the judge also reads as answering), the answerable probability (the
-best sentence's), and a reason. Reading costs ~5–10 ms a pair on one core: callers shortlist with a
+best sentence's), and a reason. Reading costs ~10–20 ms a pair on one core: callers shortlist with a
 cheap prior and give a budget; scores are kept per (question, section, sentence), so the reranker's
 reading and the answer's are shared.
 
