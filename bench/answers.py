@@ -289,6 +289,16 @@ async def run_cases(services: Services, cases: Sequence[Case], scope_of: Callabl
     return turns
 
 
+async def foreign_documents(ws: Workspace, corpus: str, tenant: str) -> list[str]:
+    """Active documents of `tenant` that `corpus` does not hold: another section's, ingested into it (the
+    handbooks' tenant is checked; the other corpora's tenants are only ever written by their builders)."""
+    if corpus != "handbooks":
+        return []
+    expected = {d.doc_id for d in ds.handbook_docs()}
+    rows = await ws.sql("SELECT doc_id FROM documents WHERE tenant_id=? AND status='active'", (tenant,))
+    return sorted(str(r[0]) for r in rows if str(r[0]) not in expected)
+
+
 async def _sample_turns(ws: Workspace, cases: Sequence[Case]) -> list[Turn]:
     """The sample handbook in a home of its own (its access file and tenant), as each line's user."""
     async with ws.sample_home("answers-sample-home") as svc:
@@ -297,6 +307,11 @@ async def _sample_turns(ws: Workspace, cases: Sequence[Case]) -> list[Turn]:
 
 async def _tenant_turns(ws: Workspace, corpus: str, tenant: str, cases: Sequence[Case]) -> list[Turn]:
     await ws.ensure(corpus)
+    foreign = await foreign_documents(ws, corpus, tenant)
+    if foreign:
+        raise RuntimeError(f"tenant {tenant} of this bench home holds {len(foreign)} document(s) that the {corpus} "
+                           f"corpus does not ({', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): its "
+                           "questions would be scored on another corpus. Run on a fresh home (no --home).")
     if ws.services.answerer.name != "extractive":
         log(f"note: the workspace answers with {ws.services.answerer.name}, not the offline extractive answerer")
     scope = ws.scope(tenant)

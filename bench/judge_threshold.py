@@ -8,14 +8,26 @@ a turn whose probability is under τ escalates (needless when it was answerable,
 to), the others show their answer (right or wrong as scored on its text). The chosen τ maximises,
 per set and then averaged over sets, right − 2 × wrong shown (a wrong answer shown is the worst
 outcome; a needless escalation costs the right answer it could have been).
+
+How much the tune split can tell apart: its sets are small (a few dozen handbook turns), so the sum
+moves by chance with the questions drawn. Each run prints the spread of its Σ over resamplings of
+the tune questions (per set, with replacement, BOOTSTRAP_DRAWS times, a fixed seed). With
+CAIRN_BENCH_JUDGE_AGAINST=DIR (a folder holding another run's answers-judge-<set>.jsonl rows,
+bench/out/ of another reader, say) it prints the paired difference instead: this run at its τ
+against that run at its own, over the same resampled questions. A difference whose interval
+holds 0 is not a difference this split can show.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from bench.answers import RUNNERS, Turn, _limit, write_rows
 from bench.report import log, table
@@ -25,6 +37,35 @@ from models.judge import WEIGHTS
 SETS = ("sample", "handbooks", "staff", "squad", "xquad")
 GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 WRONG_COST = 2.0
+BOOTSTRAP_DRAWS = 1000
+BOOTSTRAP_SEED = 20261207
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What replaying a threshold needs of a tune turn run at τ = 0: what it had to do, whether it
+    escalated anyway, the judge's answerable probability (None: not read) and its verdict."""
+
+    qid: str
+    expect: str
+    escalated: bool
+    judge: float | None
+    verdict: str
+
+    @classmethod
+    def of_turn(cls, t: Turn) -> Replayed:
+        return cls(t.case.qid, t.case.expect, t.escalated, t.judge, t.verdict)
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> Replayed:
+        """From a row of bench/out/answers-judge-<set>.jsonl (bench.answers.write_rows)."""
+        return cls(str(row["id"]), str(row["expected"]), row["route"] != "answer", row["judge"], str(row["verdict"]))
+
+    def points(self, tau: float) -> float:
+        """This turn's share of right − WRONG_COST × wrong shown at τ (an escalation counts 0)."""
+        if self.escalated or (self.judge is not None and self.judge < tau):
+            return 0.0
+        return 1.0 if self.expect == "answer" and self.verdict == "right" else -WRONG_COST
 
 
 @dataclass(frozen=True)
@@ -40,11 +81,11 @@ class Outcome:
         return (self.right - WRONG_COST * self.wrong) / max(1, self.n)
 
 
-def replay(turns: Sequence[Turn], tau: float) -> Outcome:
+def replay(turns: Sequence[Replayed], tau: float) -> Outcome:
     right = wrong = needless = correct = 0
     for t in turns:
         shown = not t.escalated and (t.judge is None or t.judge >= tau)
-        if t.case.expect == "answer":
+        if t.expect == "answer":
             if not shown:
                 needless += 1
             elif t.verdict == "right":
@@ -58,10 +99,53 @@ def replay(turns: Sequence[Turn], tau: float) -> Outcome:
     return Outcome(right, wrong, needless, correct, len(turns))
 
 
-def choose(by_set: dict[str, list[Turn]]) -> tuple[float, dict[float, dict[str, Outcome]]]:
+def choose(by_set: Mapping[str, Sequence[Replayed]]) -> tuple[float, dict[float, dict[str, Outcome]]]:
     curves = {tau: {name: replay(turns, tau) for name, turns in by_set.items()} for tau in GRID}
     best = max(GRID, key=lambda tau: (sum(o.utility for o in curves[tau].values()), -tau))
     return best, curves
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Σ utility (or a difference of two) at its point, and its spread over resampled questions."""
+
+    point: float
+    sd: float
+    low: float  # 5th percentile
+    high: float  # 95th percentile
+
+
+def resampled(this: Mapping[str, Sequence[Replayed]], tau: float,
+              against: Mapping[str, Sequence[Replayed]] | None = None, against_tau: float = 0.0, *,
+              draws: int = BOOTSTRAP_DRAWS, seed: int = BOOTSTRAP_SEED) -> Spread:
+    """Σ utility at τ over resamplings of each set's questions (with replacement); with `against`, the
+    paired difference Σ(this at τ) − Σ(against at against_tau) over the questions both ran."""
+    rng = np.random.default_rng(seed)
+    per_set: list[np.ndarray] = []
+    for name in sorted(this):
+        mine = {t.qid: t.points(tau) for t in this[name]}
+        if against is not None:
+            theirs = {t.qid: t.points(against_tau) for t in against.get(name, ())}
+            mine = {q: p - theirs[q] for q, p in mine.items() if q in theirs}
+        if mine:
+            per_set.append(np.array(list(mine.values())))
+    point = float(sum(points.mean() for points in per_set))
+    sums = np.zeros(draws)
+    for points in per_set:
+        sums += points[rng.integers(0, len(points), size=(draws, len(points)))].mean(axis=1)
+    return Spread(point, float(sums.std()), float(np.percentile(sums, 5)), float(np.percentile(sums, 95)))
+
+
+def rows_of(folder: Path) -> dict[str, list[Replayed]]:
+    """Another run's tune turns, from the answers-judge-<set>.jsonl rows it wrote to `folder`."""
+    out: dict[str, list[Replayed]] = {}
+    for name in SETS:
+        path = folder / f"answers-judge-{name}.jsonl"
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no rows of that run for the {name} set")
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        out[name] = [Replayed.of_row(r) for r in rows if r.get("split") == "tune"]
+    return out
 
 
 async def section_judge(ws: Workspace) -> None:
@@ -71,13 +155,16 @@ async def section_judge(ws: Workspace) -> None:
         return
     kept = judge.answerable_at
     judge.answerable_at = 0.0
-    by_set: dict[str, list[Turn]] = {}
+    against_dir = os.environ.get("CAIRN_BENCH_JUDGE_AGAINST", "").strip()
+    against = rows_of(Path(against_dir)) if against_dir else None  # read first: a bad folder fails before the run
+    by_set: dict[str, list[Replayed]] = {}
     try:
         for name in SETS:
             make, run = RUNNERS[name]
             cases = _limit(make(), ["tune"])
-            by_set[name] = await run(ws, cases)
-            write_rows(f"judge-{name}", by_set[name])
+            turns = await run(ws, cases)
+            write_rows(f"judge-{name}", turns)
+            by_set[name] = [Replayed.of_turn(t) for t in turns]
             log(f"judge: {name} tune, {len(cases)} turns")
     finally:
         judge.answerable_at = kept
@@ -93,6 +180,15 @@ async def section_judge(ws: Workspace) -> None:
     table("Judge threshold on the TUNE split (right / wrong shown / needless / correct escalations)",
           ["τ", *SETS, "Σ utility"], rows,
           note=f"utility per set = (right − {WRONG_COST:g} × wrong shown) / turns; the chosen τ maximises the sum.")
+    spread = resampled(by_set, best)
+    log(f"judge: Σ {spread.point:.3f} at τ {best:.2f}; over {BOOTSTRAP_DRAWS} resamplings of the tune questions "
+        f"sd {spread.sd:.3f}, 90 % within {spread.low:.3f} … {spread.high:.3f}")
+    if against is not None:
+        their_tau, _ = choose(against)
+        diff = resampled(by_set, best, against, their_tau)
+        log(f"judge: against {against_dir} (its τ {their_tau:.2f}): Σ difference {diff.point:+.3f}, "
+            f"sd {diff.sd:.3f}, 90 % within {diff.low:+.3f} … {diff.high:+.3f}"
+            + (" — not a difference this split can show" if diff.low <= 0 <= diff.high else ""))
     if os.environ.get("CAIRN_BENCH_WRITE_THRESHOLD") == "1":
         path = WEIGHTS / "calibration.json"
         calibration = json.loads(path.read_text())

@@ -87,6 +87,7 @@ async def _acks_while_ingesting(ws: Workspace) -> None:
         _send_from_another_process,
         _timed,
     )
+    from bench.workspace import ACK_TENANT
     from bot.server import _Server, bind, build_http, ingestion_pass, settle_heap
     from bot.slack.app import create_app
     from bot.slack.context import WorkTracker
@@ -124,7 +125,7 @@ async def _acks_while_ingesting(ws: Workspace) -> None:
         for _ in range(QUIET_BURSTS):
             quiet.extend(await _send_from_another_process(port, BURST))
             await work.wait_idle()
-        options = DocumentOptions(tenant_id="eval")
+        options = DocumentOptions(tenant_id=ACK_TENANT)
         big_job = await ingestor.submit_bytes(big, filename="ops/manual.md", doc_id="bench/big-manual",
                                               options=options)
         small_job = await ingestor.submit_bytes(b"# Dock\n\nDeliveries use the back dock from 7 to 11.\n",

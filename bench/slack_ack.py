@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 CONCURRENT = 50
 WARMUP = 3
 SECRET = "bench-signing-secret"
-TEAM = "T0BENCH"
+TEAM = "T0BENCH"  # the fake workspace; bench/workspace.py maps it to the tenant ACK_TENANT
 QUESTIONS = ["How many days of vacation do I get?", "What is the expense policy for meals?",
              "Can I work remotely?", "How do I report a security incident?", "What is the parental leave policy?"]
 
@@ -138,8 +138,9 @@ async def _ensure_sample_handbook(ws: Workspace) -> None:
     if "larkspur_sample" in ws.built:
         return
     from bench.report import log
+    from bench.workspace import ACK_TENANT
 
-    run = await ws.ingest(sample_docs(), tenant="eval")
+    run = await ws.ingest(sample_docs(), tenant=ACK_TENANT)
     log(f"sample handbook ingested: {run.chunks} chunks in {run.seconds:.0f} s")
     ws.built["larkspur_sample"] = run.chunks
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from bench.report import log
+from bench.slack_ack import TEAM as ACK_TEAM
 from bot.services import Services, open_services, shared_embedder
 from bot.settings import Settings
 from retrieval.embed import Embedder
@@ -38,7 +39,10 @@ SAMPLE = ROOT / "sample" / "handbook"
 SAMPLE_ACCESS = ROOT / "sample" / "access.yml"
 # tenant → bench user that reads it (the default tenant is read as the CLI's local member)
 TENANTS = {"eval": None, "squad": "squad_reader", "xq_en": "xq_en_reader", "xq_ar": "xq_ar_reader",
-           "arcd": "arcd_reader", "scale": "scale_reader"}
+           "arcd": "arcd_reader", "scale": "scale_reader", "acks": None}
+# The Slack sections' own tenant (their fake workspace maps to it): what they ingest to have something
+# to answer never lands in a corpus another section scores (the handbooks are "eval").
+ACK_TENANT = "acks"
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class IngestRun:
 def write_access_file(path: Path) -> Path:
     path.write_text(yaml.safe_dump({
         "default_tenant": DEFAULT_TENANT,
+        "workspaces": {ACK_TEAM: ACK_TENANT},
         "tenants": {t: {"groups": ["everyone"]} for t in TENANTS},
         "users": {user: {"tenant": t, "groups": ["everyone"]} for t, user in TENANTS.items() if user},
     }, sort_keys=False))

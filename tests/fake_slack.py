@@ -246,7 +246,7 @@ class FakeSlack:
         if refusal is not None:
             return web.json_response(refusal)
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
-        body = handler(params) if handler else {"ok": True}
+        body: dict[str, Any] = handler(params) if handler else {"ok": True}
         if method == "chat.postMessage" and body.get("channel") in self.slow_channels:
             await asyncio.sleep(self.slow_channels[body["channel"]])
         return web.json_response(body, headers={"x-oauth-scopes": ",".join(sorted(self.scopes))})
