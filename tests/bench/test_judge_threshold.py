@@ -56,4 +56,3 @@ def test_another_run_s_rows_are_read_back_tune_turns_only(tmp_path: Path) -> Non
 def test_a_folder_missing_a_set_s_rows_is_named(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"answers-judge-sample\.jsonl"):
         rows_of(tmp_path)
-
