@@ -61,9 +61,13 @@ class Replayed:
         """From a row of bench/out/answers-judge-<set>.jsonl (bench.answers.write_rows)."""
         return cls(str(row["id"]), str(row["expected"]), row["route"] != "answer", row["judge"], str(row["verdict"]))
 
+    def shown(self, tau: float) -> bool:
+        """Whether its answer is shown at threshold τ (else it escalates)."""
+        return not self.escalated and (self.judge is None or self.judge >= tau)
+
     def points(self, tau: float) -> float:
         """This turn's share of right − WRONG_COST × wrong shown at τ (an escalation counts 0)."""
-        if self.escalated or (self.judge is not None and self.judge < tau):
+        if not self.shown(tau):
             return 0.0
         return 1.0 if self.expect == "answer" and self.verdict == "right" else -WRONG_COST
 
@@ -84,7 +88,7 @@ class Outcome:
 def replay(turns: Sequence[Replayed], tau: float) -> Outcome:
     right = wrong = needless = correct = 0
     for t in turns:
-        shown = not t.escalated and (t.judge is None or t.judge >= tau)
+        shown = t.shown(tau)
         if t.expect == "answer":
             if not shown:
                 needless += 1
