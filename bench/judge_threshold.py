@@ -16,6 +16,12 @@ CAIRN_BENCH_JUDGE_AGAINST=DIR (a folder holding another run's answers-judge-<set
 bench/out/ of another reader, say) it prints the paired difference instead: this run at its τ
 against that run at its own, over the same resampled questions. A difference whose interval
 holds 0 is not a difference this split can show.
+
+What no threshold can mend: each run also prints, per set, how far its answerable turns got toward a
+right answer (REACHES): shown right when every answer is shown (τ = 0: the most any threshold can
+keep), else a gold answer in a sentence the judge read (what a perfect judge choosing among those
+sentences could quote), in a passage the answerer read but not in a sentence read, ranked out of the
+passages read, or not retrieved (`bench.answers.gold_at`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.answer_scoring import contains_fact
 from bench.answers import RUNNERS, Turn, _limit, write_rows
 from bench.report import log, table
 from bench.workspace import Workspace
@@ -39,27 +46,47 @@ GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 WRONG_COST = 2.0
 BOOTSTRAP_DRAWS = 1000
 BOOTSTRAP_SEED = 20261207
+# How far an answerable turn run at τ = 0 got toward a right answer, nearest first.
+REACHES = ("right", "sentence read", "passage read", "ranked out", "not retrieved")
+
+
+def reach_of(verdict: str, reading: Mapping[str, Any] | None, golds: Sequence[str], gold_at: str | None) -> str:
+    """Which of REACHES an answerable turn got to: its verdict at τ = 0, the sentences the judge read
+    (as the trace keeps them: the first graph.answerers.extractive.TRACE_CHARS characters of each) and
+    where its gold stood in the search."""
+    if verdict == "right":
+        return "right"
+    if reading and any(contains_fact(s.get("text"), golds) for s in reading.get("sentences") or []):
+        return "sentence read"
+    if gold_at == "read":
+        return "passage read"
+    return gold_at or "not retrieved"
 
 
 @dataclass(frozen=True)
 class Replayed:
     """What replaying a threshold needs of a tune turn run at τ = 0: what it had to do, whether it
-    escalated anyway, the judge's answerable probability (None: not read) and its verdict."""
+    escalated anyway, the judge's answerable probability (None: not read), its verdict and, for an
+    answerable one, its reach (one of REACHES; "" for a turn that had to escalate)."""
 
     qid: str
     expect: str
     escalated: bool
     judge: float | None
     verdict: str
+    reach: str = ""
 
     @classmethod
     def of_turn(cls, t: Turn) -> Replayed:
-        return cls(t.case.qid, t.case.expect, t.escalated, t.judge, t.verdict)
+        reach = reach_of(t.verdict, t.reading, t.case.answers, t.gold_at) if t.case.expect == "answer" else ""
+        return cls(t.case.qid, t.case.expect, t.escalated, t.judge, t.verdict, reach)
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> Replayed:
         """From a row of bench/out/answers-judge-<set>.jsonl (bench.answers.write_rows)."""
-        return cls(str(row["id"]), str(row["expected"]), row["route"] != "answer", row["judge"], str(row["verdict"]))
+        expect, verdict = str(row["expected"]), str(row["verdict"])
+        reach = reach_of(verdict, row.get("reading"), row.get("gold") or [], row.get("gold_at")) if expect == "answer" else ""
+        return cls(str(row["id"]), expect, row["route"] != "answer", row["judge"], verdict, reach)
 
     def shown(self, tau: float) -> bool:
         """Whether its answer is shown at threshold τ (else it escalates)."""
@@ -140,6 +167,23 @@ def resampled(this: Mapping[str, Sequence[Replayed]], tau: float,
     return Spread(point, float(sums.std()), float(np.percentile(sums, 5)), float(np.percentile(sums, 95)))
 
 
+def reaches(by_set: Mapping[str, Sequence[Replayed]], tau: float) -> list[list[str]]:
+    """Per set: its answerable turns, the share right at τ, then the shares within each of REACHES,
+    nearest first and cumulative (a perfect threshold keeps the first; a perfect judge over the
+    sentences it read, the second; a perfect reader of the passages read, the third)."""
+    rows = []
+    for name, turns in by_set.items():
+        mine = [t for t in turns if t.expect == "answer"]
+        n = max(1, len(mine))
+        cells, within = [], 0
+        for reach in REACHES[:3]:
+            within += sum(t.reach == reach for t in mine)
+            cells.append(f"{within / n:.2f}")
+        rows.append([name, str(len(mine)), f"{replay(turns, tau).right / n:.2f}", *cells,
+                     *(str(sum(t.reach == reach for t in mine)) for reach in REACHES[3:])])
+    return rows
+
+
 def rows_of(folder: Path) -> dict[str, list[Replayed]]:
     """Another run's tune turns, from the answers-judge-<set>.jsonl rows it wrote to `folder`."""
     out: dict[str, list[Replayed]] = {}
@@ -184,6 +228,10 @@ async def section_judge(ws: Workspace) -> None:
     table("Judge threshold on the TUNE split (right / wrong shown / needless / correct escalations)",
           ["τ", *SETS, "Σ utility"], rows,
           note=f"utility per set = (right − {WRONG_COST:g} × wrong shown) / turns; the chosen τ maximises the sum.")
+    table("How far the tune split's answerable turns got (shares of them, cumulative; τ = 0 shows every answer)",
+          ["set", "answerable", f"right at τ {best:.2f}", "right at τ 0", "… or gold in a sentence the judge read",
+           "… or in a passage read", *REACHES[3:]], reaches(by_set, best),
+          note="a threshold cannot lift right answers above the τ 0 share, nor a judge over what it reads above the next")
     spread = resampled(by_set, best)
     log(f"judge: Σ {spread.point:.3f} at τ {best:.2f}; over {BOOTSTRAP_DRAWS} resamplings of the tune questions "
         f"sd {spread.sd:.3f}, 90 % within {spread.low:.3f} … {spread.high:.3f}")

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from bench.judge_threshold import SETS, Replayed, choose, replay, resampled, rows_of
+from bench.judge_threshold import (
+    REACHES,
+    SETS,
+    Replayed,
+    choose,
+    reach_of,
+    reaches,
+    replay,
+    resampled,
+    rows_of,
+)
 
 
 def _turns(n: int, *, right_from: float) -> list[Replayed]:
@@ -56,3 +66,33 @@ def test_another_run_s_rows_are_read_back_tune_turns_only(tmp_path: Path) -> Non
 def test_a_folder_missing_a_set_s_rows_is_named(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"answers-judge-sample\.jsonl"):
         rows_of(tmp_path)
+
+
+def test_an_answerable_turn_s_reach_is_the_nearest_place_its_gold_got_to() -> None:
+    reading = {"sentences": [{"text": "Hotels are booked through the portal."},
+                             {"text": "The nightly limit is USD 250 in Boston."}]}
+    assert reach_of("right", None, ["$250"], None) == "right"
+    assert reach_of("wrong", reading, ["$250"], "read") == "sentence read"  # "USD 250" = "$250"
+    assert reach_of("needless_escalation", reading, ["USD 300"], "read") == "passage read"
+    assert reach_of("wrong", None, ["USD 300"], "ranked out") == "ranked out"
+    assert reach_of("wrong", {"sentences": []}, ["USD 300"], None) == "not retrieved"
+
+
+def test_the_reaches_table_is_cumulative_and_counts_only_answerable_turns() -> None:
+    turns = [Replayed("a1", "answer", False, 0.9, "right", "right"),
+             Replayed("a2", "answer", False, 0.2, "right", "right"),
+             Replayed("a3", "answer", False, 0.8, "wrong", "sentence read"),
+             Replayed("a4", "answer", True, None, "needless_escalation", "ranked out"),
+             Replayed("e1", "escalate", False, 0.1, "wrong")]
+    [row] = reaches({"s": turns}, 0.5)
+    assert row == ["s", "4", "0.25", "0.50", "0.75", "0.75", "1", "0"]
+    assert len(row) == 3 + len(REACHES)
+
+
+def test_a_row_s_reach_is_read_back_from_its_reading_and_gold(tmp_path: Path) -> None:
+    row = {"id": "q", "split": "tune", "expected": "answer", "route": "answer", "judge": 0.3, "verdict": "wrong",
+           "gold": ["30 days"], "gold_at": "read",
+           "reading": {"sentences": [{"text": "Returns are accepted within 30 days."}]}}
+    for name in SETS:
+        (tmp_path / f"answers-judge-{name}.jsonl").write_text(json.dumps(row) + "\n")
+    assert rows_of(tmp_path)["sample"][0].reach == "sentence read"
