@@ -19,6 +19,9 @@ is a ~35-minute CPU run that reads worse (model card). Writes `judge-en.safetens
 --out; the threshold is then chosen on the tune split's end-to-end turns (`python -m bench judge`).
 A second stage starts from trained weights (`--init`) and may add, per training handbook question, the
 non-answers that reader reads highest (`--mine N`); tried, not shipped (model card).
+`--listwise W` adds to each question's binary losses W × a listwise one: its candidates in one batch,
+a softmax over their logits and a "none of them" logit fixed at 0, whose target is the candidates that
+answer (or none). It teaches which candidate of a question answers, not only whether each does.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="per training handbook question, add this many negatives the starting "
                              "reader (--init) reads highest (pairs.mined_pairs)")
     parser.add_argument("--lr", type=float, default=LR, help="the encoder's learning rate (the head's is 25×)")
+    parser.add_argument("--listwise", type=float, default=0.0,
+                        help="weight of each question's listwise loss beside the binary ones (0: binary only)")
     args = parser.parse_args(argv)
 
     import torch
@@ -157,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
 
         train += cached(args.pairs_cache, f"mined-{args.mine}", lambda: mine(splits.TRAIN, probabilities, args.mine))
     handbook = sum(p.source == "handbooks" for p in train)
-    train = [*train, *(p for _ in range(args.handbook_repeat - 1) for p in train if p.source == "handbooks")]
+    train = [*train, *(replace(p, group=f"{p.group}#{k}") for k in range(1, args.handbook_repeat)
+                       for p in train if p.source == "handbooks")]
     rng.shuffle(train)
     if args.max_pairs:
         train = train[: args.max_pairs]
@@ -169,7 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     params = [{"params": [p for p in encoder.parameters() if p.requires_grad], "lr": args.lr},
               {"params": head.parameters(), "lr": args.lr * 25}]
     optimiser = torch.optim.AdamW(params, weight_decay=0.01)
-    steps = max(1, math.ceil(len(train) / args.batch * args.epochs))
+    def epoch() -> list[tuple[list[int], list[int] | None]]:
+        """One epoch's batches: pair indices, and for listwise training the sizes of the questions in them."""
+        if not args.listwise:
+            return [(indices, None) for indices in length_batches(train, args.batch, rng)]
+        return [([i for g in groups for i in g], [len(g) for g in groups])
+                for groups in question_batches(train, args.batch, rng)]
+
+    per_epoch = len(question_batches(train, args.batch, random.Random(0))) if args.listwise else len(train) / args.batch
+    steps = max(1, math.ceil(per_epoch * args.epochs))
     warm = max(1, int(0.06 * steps))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
@@ -178,12 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     encoder.train()
     step = 0
     while step < steps:
-        for indices in length_batches(train, args.batch, rng):
+        for indices, sizes in epoch():
             if step >= steps:
                 break
             batch = [train[i] for i in indices]
             labels = torch.tensor([p.label for p in batch], dtype=torch.float32, device=device)
-            loss = loss_fn(logits_of(batch), labels)
+            logits = logits_of(batch)
+            loss = loss_fn(logits, labels)
+            if sizes:
+                loss = loss + args.listwise * listwise_loss(logits, labels, sizes)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(encoder.parameters(), 1.0)
             optimiser.step()
@@ -214,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": SEED, "frozen_layers": args.frozen_layers, "squad_questions": args.squad_questions,
             "handbook_repeat": args.handbook_repeat, "init": str(args.init.name) if args.init else None,
             "init_card": json.loads((args.init / "judge-en.json").read_text()) if args.init else None,
-            "mined": args.mine, "lr": args.lr, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
+            "mined": args.mine, "listwise": args.listwise, "lr": args.lr, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
             "pairs": {"train": len(train), "tune": len(tune)}, "device": device,
             "threads": args.threads, "minutes": round(minutes, 1), "tune": report,
             "platt": {"a": round(a, 5), "b": round(b, 5)}}
@@ -247,6 +265,48 @@ def length_batches(pairs: list[P.Pair], size: int, rng: random.Random) -> list[l
         batches += [block[b:b + size] for b in range(0, len(block), size)]
     rng.shuffle(batches)
     return batches
+
+
+def question_batches(pairs: list[P.Pair], size: int, rng: random.Random) -> list[list[list[int]]]:
+    """Shuffled batches of whole questions (each a list of pair indices, its pairs in one batch), about
+    `size` pairs each (a question larger than that is a batch of its own), questions of similar
+    length together, in shuffled order."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(pairs):
+        groups.setdefault(p.group, []).append(i)
+    order = list(groups.values())
+    rng.shuffle(order)
+    batches: list[list[list[int]]] = []
+    pool = size * 20
+    for at in range(0, len(order), pool):
+        block = sorted(order[at:at + pool], key=lambda g: sum(len(pairs[i].question) + len(pairs[i].sentence)
+                                                            for i in g) / len(g))
+        batch: list[list[int]] = []
+        for g in block:
+            if batch and sum(map(len, batch)) + len(g) > size:
+                batches.append(batch)
+                batch = []
+            batch.append(g)
+        if batch:
+            batches.append(batch)
+    rng.shuffle(batches)
+    return batches
+
+
+def listwise_loss(logits, labels, sizes: Sequence[int]):  # torch tensors: torch is a training-only dependency
+    """Mean over the questions (consecutive runs of `sizes` pairs) of −log P(an answering candidate),
+    P a softmax over the question's logits and a "none of them" logit of 0 (the target of a question
+    that none answers)."""
+    import torch
+
+    losses, at = [], 0
+    none = logits.new_zeros(1)
+    for n in sizes:
+        mine, answering = logits[at:at + n], labels[at:at + n] > 0
+        at += n
+        target = torch.logsumexp(mine[answering], 0) if bool(answering.any()) else none[0]
+        losses.append(torch.logsumexp(torch.cat([none, mine]), 0) - target)
+    return torch.stack(losses).mean()
 
 
 def evaluate_pairs(pairs: list[P.Pair], scores: np.ndarray) -> dict[str, float]:
