@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     params = [{"params": [p for p in encoder.parameters() if p.requires_grad], "lr": args.lr},
               {"params": head.parameters(), "lr": args.lr * 25}]
     optimiser = torch.optim.AdamW(params, weight_decay=0.01)
+
     def epoch() -> list[tuple[list[int], list[int] | None]]:
         """One epoch's batches: pair indices, and for listwise training the sizes of the questions in them."""
         if not args.listwise:
@@ -232,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             "seed": SEED, "frozen_layers": args.frozen_layers, "squad_questions": args.squad_questions,
             "handbook_repeat": args.handbook_repeat, "init": str(args.init.name) if args.init else None,
             "init_card": json.loads((args.init / "judge-en.json").read_text()) if args.init else None,
-            "mined": args.mine, "listwise": args.listwise, "lr": args.lr, "epochs": args.epochs, "batch": args.batch, "max_tokens": MAX_TOKENS,
+            "mined": args.mine, "listwise": args.listwise, "lr": args.lr, "epochs": args.epochs, "batch": args.batch,
+            "max_tokens": MAX_TOKENS,
             "pairs": {"train": len(train), "tune": len(tune)}, "device": device,
             "threads": args.threads, "minutes": round(minutes, 1), "tune": report,
             "platt": {"a": round(a, 5), "b": round(b, 5)}}
