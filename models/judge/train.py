@@ -258,15 +258,7 @@ def cached(folder: Path | None, name: str, make: Callable[[], list[P.Pair]]) -> 
 
 def length_batches(pairs: list[P.Pair], size: int, rng: random.Random) -> list[list[int]]:
     """Shuffled batches of pairs of similar length (less padding), in shuffled order."""
-    order = list(range(len(pairs)))
-    rng.shuffle(order)
-    batches: list[list[int]] = []
-    pool = size * 20
-    for at in range(0, len(order), pool):
-        block = sorted(order[at:at + pool], key=lambda i: len(pairs[i].question) + len(pairs[i].sentence))
-        batches += [block[b:b + size] for b in range(0, len(block), size)]
-    rng.shuffle(batches)
-    return batches
+    return [[i for unit in batch for i in unit] for batch in _packed([[i] for i in range(len(pairs))], pairs, size, rng)]
 
 
 def question_batches(pairs: list[P.Pair], size: int, rng: random.Random) -> list[list[list[int]]]:
@@ -276,19 +268,25 @@ def question_batches(pairs: list[P.Pair], size: int, rng: random.Random) -> list
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(pairs):
         groups.setdefault(p.group, []).append(i)
-    order = list(groups.values())
-    rng.shuffle(order)
+    return _packed(list(groups.values()), pairs, size, rng)
+
+
+def _packed(units: list[list[int]], pairs: list[P.Pair], size: int, rng: random.Random) -> list[list[list[int]]]:
+    """`units` (lists of pair indices that go together) shuffled, then, pool by pool of `size` × 20,
+    sorted by their pairs' mean length and packed in that order into batches of at most `size` pairs
+    (a unit larger than that alone); the batches in shuffled order."""
+    rng.shuffle(units)
     batches: list[list[list[int]]] = []
     pool = size * 20
-    for at in range(0, len(order), pool):
-        block = sorted(order[at:at + pool], key=lambda g: sum(len(pairs[i].question) + len(pairs[i].sentence)
-                                                            for i in g) / len(g))
+    for at in range(0, len(units), pool):
+        block = sorted(units[at:at + pool], key=lambda u: sum(len(pairs[i].question) + len(pairs[i].sentence)
+                                                              for i in u) / len(u))
         batch: list[list[int]] = []
-        for g in block:
-            if batch and sum(map(len, batch)) + len(g) > size:
+        for unit in block:
+            if batch and sum(map(len, batch)) + len(unit) > size:
                 batches.append(batch)
                 batch = []
-            batch.append(g)
+            batch.append(unit)
         if batch:
             batches.append(batch)
     rng.shuffle(batches)
